@@ -1,0 +1,19 @@
+// Element types kiln understands.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace kiln {
+
+enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, i8, u8, boolean };
+inline constexpr int kNumDTypes = 9;
+
+size_t dtype_size(DType t);
+std::string_view dtype_name(DType t);  // "f32", "i64", "bool", ...
+std::optional<DType> dtype_from_name(std::string_view name);
+inline bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
+inline bool is_integer(DType t) { return !is_float(t) && t != DType::boolean; }
+
+}  // namespace kiln
