@@ -22,17 +22,17 @@ void parse_value(std::string_view name, std::string_view text, int64_t& out) {
   out = std::strtod(s.c_str(), &end);
   if (s.empty() || *end != '\0') user_error("setting {}: '{}' is not a number", name, text);
 }
-void parse_value(std::string_view name, std::string_view text, bool& out) {
+[[maybe_unused]] void parse_value(std::string_view name, std::string_view text, bool& out) {
   if (text == "1" || text == "true" || text == "on") out = true;
   else if (text == "0" || text == "false" || text == "off") out = false;
   else user_error("setting {}: '{}' is not a boolean (1/0, true/false, on/off)", name, text);
 }
 void parse_value(std::string_view, std::string_view text, std::string& out) { out = std::string(text); }
 
-std::string show(int64_t v) { return std::to_string(v); }
+[[maybe_unused]] std::string show(int64_t v) { return std::to_string(v); }
 [[maybe_unused]] std::string show(double v) { return fmt::format("{}", v); }
-std::string show(bool v) { return v ? "1" : "0"; }
-std::string show(const std::string& v) { return v; }
+[[maybe_unused]] std::string show(bool v) { return v ? "1" : "0"; }
+[[maybe_unused]] std::string show(const std::string& v) { return v; }
 
 }  // namespace
 
