@@ -1,0 +1,35 @@
+// Text form of the graph IR, for debugging output, tests and hand-written graphs. The parser
+// (ir/parser.h) reads it back: parse_graph(print_graph(g)) prints identically, as long as no constant
+// was elided. Format (one statement a line; `//` starts a comment):
+//
+//   graph main(%ids: i64[batch~1,seq~128], %mask: i64[batch,seq]) -> (%logits) {
+//     const %w: f32[2,2] = [1, 2, 3, 4]
+//     %y: f32[batch,seq,2] = MatMul(%x, %w)
+//     %a: f32[batch], %b = Split(%y, _) {axis=0, num_outputs=2} @"split/0"
+//   }
+//
+// Names that are not plain identifiers are quoted (%"onnx::MatMul_1"); `_` is an omitted optional
+// input or output; a node output without a type has not been inferred yet; `seq~128` is a symbolic dim
+// with a size hint; `@name` is the node name, printed only when it is not the default "{Op}_{index}".
+// Attributes: 3, 0.5 (floats always carry '.', 'e', nan or inf), "text", [1, 2], [0.5, 1.0],
+// ["a", "b"], ints[] / floats[] / strings[] when empty, and tensors as `f32[2] [1, 2]`.
+// Constants larger than max_inline_elements print as `<elided N bytes fnv=HEX>`, which the parser
+// refuses.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace kiln {
+
+struct PrintOptions {
+  int64_t max_inline_elements = 16;  // larger constants and tensor attributes are elided...
+  bool inline_all = false;           // ...unless this is set (then the text always parses back)
+};
+
+std::string print_graph(const Graph& g, const PrintOptions& options = {});
+// One tensor's values as the text form writes them: "[1, 2]" or "<elided N bytes fnv=HEX>".
+std::string print_tensor_values(const Tensor& t, const PrintOptions& options = {});
+
+}  // namespace kiln
