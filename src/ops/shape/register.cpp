@@ -1,7 +1,16 @@
-#include "ops/registry.h"
+#include "ops/shape/shape_ops.h"
 
 namespace kiln {
 
-void register_shape_ops(OpRegistry& r) { (void)r; }
+void register_shape_ops(OpRegistry& r) {
+  shape_ops::register_view_ops(r);
+  shape_ops::register_transpose_op(r);
+  shape_ops::register_concat_split_ops(r);
+  shape_ops::register_slice_op(r);
+  shape_ops::register_gather_ops(r);
+  shape_ops::register_broadcast_ops(r);
+  shape_ops::register_pad_trilu_ops(r);
+  shape_ops::register_generator_ops(r);
+}
 
 }  // namespace kiln
