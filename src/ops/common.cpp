@@ -30,6 +30,7 @@ Shape broadcast_shapes(const InferContext& ctx, const Shape& a, const Shape& b) 
         ctx.fail("cannot broadcast shapes {} and {}", shape_string(a), shape_string(b));
       out[i] = *da;
     } else if (da->is_static()) out[i] = *da;   // the symbol must equal it (or be 1)
+    else if (db->is_static()) out[i] = *db;
     else out[i] = *da;  // two symbols: assumed equal, checked at run time
   }
   return out;

@@ -1,4 +1,4 @@
-#include "runtime/node_runner.h"
+#include "ops/node_runner.h"
 
 #include <cmath>
 
@@ -63,7 +63,7 @@ Tensor convert_tensor(const Tensor& t, DType to) {
 std::vector<Tensor> run_node(const Node& node, const std::vector<const Tensor*>& inputs,
                              const NodeRunOptions& options) {
   const OpDef* def = op_registry().find(node.op);
-  if (!def) user_error("node '{}': operator {} is not supported", node.name, op_name(node.op));
+  if (!def) unsupported("node '{}': operator {} is not supported", node.name, op_name(node.op));
 
   // f16/bf16: run in f32 and cast back, unless the op handles them itself.
   std::vector<Tensor> widened;

@@ -30,6 +30,11 @@ class InferContext {
   // A new symbolic dimension for a size that cannot be known before run time.
   Dim fresh_dim(int64_t hint = -1);
   int64_t max_rank() const { return max_rank_; }
+  // A valid node using a feature kiln does not implement (UnsupportedError, a kind of user error).
+  template <class... Args>
+  [[noreturn]] void unsupported(fmt::format_string<Args...> f, Args&&... args) const {
+    ::kiln::unsupported("node '{}' ({}): {}", node_.name, op_name(node_.op), fmt::format(f, std::forward<Args>(args)...));
+  }
   // A user error that names this node.
   template <class... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) const {

@@ -1,26 +1,20 @@
 // Two kinds of failure: the user's (bad model, bad input, missing library) and kiln's own (a bug).
 #pragma once
 #include <fmt/format.h>
-#include <stdexcept>
 #include <string>
 
+#include "kiln/errors.h"
+
 namespace kiln {
-
-// A problem with what the user gave kiln. The CLI prints the message and exits with code 1.
-class UserError : public std::runtime_error {
- public:
-  explicit UserError(const std::string& what) : std::runtime_error(what) {}
-};
-
-// A bug in kiln: names the pass or component and the node where it was found. Exit code 2.
-class InternalError : public std::logic_error {
- public:
-  explicit InternalError(const std::string& what) : std::logic_error("internal error: " + what) {}
-};
 
 template <class... Args>
 [[noreturn]] void user_error(fmt::format_string<Args...> f, Args&&... args) {
   throw UserError(fmt::format(f, std::forward<Args>(args)...));
+}
+
+template <class... Args>
+[[noreturn]] void unsupported(fmt::format_string<Args...> f, Args&&... args) {
+  throw UnsupportedError(fmt::format(f, std::forward<Args>(args)...));
 }
 
 template <class... Args>

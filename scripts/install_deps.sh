@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs kiln's Debian 12 build and test dependencies with apt, only when something is missing.
+set -euo pipefail
+packages=(cmake ninja-build g++ pkg-config libprotobuf-dev protobuf-compiler libonnx-dev libdnnl-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libsleef-dev libgtest-dev python3 python3-numpy python3-onnx)
+if [ "${1:-}" = "--test" ]; then packages+=(nodejs npm); fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+echo "installing: ${missing[*]}"
+sudo_cmd=""
+[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+$sudo_cmd apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"

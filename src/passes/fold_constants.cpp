@@ -1,0 +1,60 @@
+#include "ops/node_runner.h"
+#include "passes/passes.h"
+#include "support/checked_math.h"
+
+namespace kiln {
+namespace {
+
+// Bytes a value would take, or -1 when its shape is not static.
+int64_t static_bytes(const TensorType& t) {
+  if (!is_static(t.shape)) return -1;
+  return checked_mul(checked_numel(static_dims(t.shape), "fold"), static_cast<int64_t>(dtype_size(t.dtype)), "fold");
+}
+
+bool foldable(const Graph& g, const Node& n, int64_t budget) {
+  for (ValueId o : n.outputs) {
+    if (o == kNoValue) continue;
+    int64_t bytes = static_bytes(g.value(o).type);
+    if (bytes < 0 || bytes > budget) return false;
+  }
+  if (n.op == OpKind::Shape || n.op == OpKind::Size)  // only the input's shape matters
+    return is_static(g.value(n.inputs[0]).type.shape);
+  for (ValueId v : n.inputs)
+    if (v != kNoValue && !g.value(v).constant) return false;
+  return true;
+}
+
+}  // namespace
+
+bool fold_node(Graph& g, Node& n, const Options& options) {
+  if (!foldable(g, n, options.constant_fold_bytes)) return false;
+  NodeRunOptions run;
+  run.kernel.threads = 1;
+  run.max_rank = options.max_rank;
+  run.max_tensor_bytes = options.max_tensor_bytes;
+  std::vector<const Tensor*> ins;
+  Tensor placeholder;
+  for (ValueId v : n.inputs) {
+    if (v == kNoValue) {
+      ins.push_back(nullptr);
+    } else if (g.value(v).constant) {
+      ins.push_back(g.value(v).constant.get());
+    } else {  // Shape/Size of a static value: any tensor of that shape will do, without data
+      const TensorType& t = g.value(v).type;
+      placeholder = Tensor::wrap(t.dtype, static_dims(t.shape), nullptr, nullptr);
+      ins.push_back(&placeholder);
+    }
+  }
+  std::vector<Tensor> outs = run_node(n, ins, run);
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (n.outputs[i] == kNoValue) continue;
+    Value& v = g.value(n.outputs[i]);
+    v.constant = std::make_shared<const Tensor>(outs[i].clone());  // own the bytes (outputs may be views)
+    v.type = TensorType{outs[i].dtype(), shape_of(outs[i].shape())};
+    v.producer = -1;
+  }
+  n.outputs.assign(n.outputs.size(), kNoValue);  // the node is now dead; remove_dead drops it
+  return true;
+}
+
+}  // namespace kiln

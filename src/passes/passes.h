@@ -1,0 +1,33 @@
+// Graph passes, one per file. Each takes the graph and the options and rewrites the graph in place.
+#pragma once
+#include <map>
+#include <string>
+
+#include "ir/graph.h"
+#include "kiln/options.h"
+
+namespace kiln {
+
+// Infers every value's type from the inputs and constants, in topological order. Shapes stay symbolic
+// where they are; a contradiction (rank mismatch, bad broadcast) is a user error naming the node.
+// With `fold`, each node whose inputs are constant is evaluated right after its inference (within
+// options.constant_fold_bytes per output), so the nodes after it see a constant: the Shape -> Gather ->
+// Concat -> Reshape chains exporters emit fold in one pass. Returns the number of nodes folded.
+int infer_shapes(Graph& g, const Options& options, bool fold = false);
+
+// Replaces symbolic dims by the given sizes in every value's type (run infer_shapes after).
+void bind_dims(Graph& g, const std::map<std::string, int64_t>& sizes);
+
+// Evaluates `n` if its inputs are all constant (or it is Shape/Size of a statically shaped value) and
+// its outputs fit options.constant_fold_bytes: the outputs become constants, the node is left dead
+// (no outputs) for Graph::remove_dead. Returns whether it folded.
+bool fold_node(Graph& g, Node& n, const Options& options);
+
+// For the fp64 reference path: every floating-point value, constant and Cast target becomes f64.
+void widen_to_f64(Graph& g, const Options& options);
+
+// The whole pipeline before execution: bound dims, shapes with folding, dead code. Prints the IR after
+// each step when options.debug has "ir".
+void prepare_graph(Graph& g, const std::map<std::string, int64_t>& dims, const Options& options);
+
+}  // namespace kiln

@@ -1,0 +1,28 @@
+#include "ops/node_runner.h"
+#include "passes/passes.h"
+
+namespace kiln {
+namespace {
+constexpr int64_t kOnnxDouble = 11;  // TensorProto.DOUBLE
+bool is_narrow_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+}  // namespace
+
+void widen_to_f64(Graph& g, const Options& options) {
+  for (Value& v : g.values) {
+    if (!is_narrow_float(v.type.dtype)) continue;
+    v.type.dtype = DType::f64;
+    if (v.constant) v.constant = std::make_shared<const Tensor>(convert_tensor(*v.constant, DType::f64));
+  }
+  for (Node& n : g.nodes) {
+    if (n.op == OpKind::Cast) {
+      int64_t to = n.attr_int("to", 0);
+      if (to == 1 || to == 10 || to == 16) n.attrs["to"] = Attribute{kOnnxDouble};
+    }
+    for (auto& [name, attr] : n.attrs)  // Constant / ConstantOfShape values
+      if (auto* t = std::get_if<Tensor>(&attr.value); t && is_narrow_float(t->dtype()))
+        attr.value = convert_tensor(*t, DType::f64);
+  }
+  infer_shapes(g, options);
+}
+
+}  // namespace kiln

@@ -1,0 +1,91 @@
+#include "runtime/compare.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace kiln {
+namespace {
+
+bool same_shape(const Tensor& a, const Tensor& b) { return a.shape() == b.shape(); }
+
+double rmse(const Tensor& a, const Tensor& oracle) {
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double x = a.as_double(i), y = oracle.as_double(i);
+    if (!std::isfinite(x) || !std::isfinite(y)) continue;
+    sum += (x - y) * (x - y);
+    ++n;
+  }
+  return n ? std::sqrt(sum / static_cast<double>(n)) : 0.0;
+}
+
+}  // namespace
+
+CloseResult all_close(const Tensor& actual, const Tensor& expected, double rtol, double atol, bool allow_widen) {
+  CloseResult r;
+  if (!same_shape(actual, expected)) {
+    r.ok = false;
+    r.reason = fmt::format("shape {} != expected {}", actual.shape_string(), expected.shape_string());
+    return r;
+  }
+  bool widen_ok = allow_widen && is_float(actual.dtype()) && is_float(expected.dtype());
+  if (actual.dtype() != expected.dtype() && !widen_ok) {
+    r.ok = false;
+    r.reason = fmt::format("dtype {} != expected {}", dtype_name(actual.dtype()), dtype_name(expected.dtype()));
+    return r;
+  }
+  bool exact = !is_float(expected.dtype());
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    double a = actual.as_double(i), e = expected.as_double(i);
+    bool good;
+    if (exact) good = actual.as_int64(i) == expected.as_int64(i);
+    else if (std::isnan(e) || std::isnan(a)) good = std::isnan(e) && std::isnan(a);
+    else if (std::isinf(e) || std::isinf(a)) good = a == e;
+    else {
+      double err = std::fabs(a - e);
+      r.max_abs_err = std::max(r.max_abs_err, err);
+      good = err <= atol + rtol * std::fabs(e);
+    }
+    if (!good) {
+      if (r.mismatches == 0) r.reason = fmt::format("element {}: {} != expected {}", i, a, e);
+      ++r.mismatches;
+    }
+  }
+  r.ok = r.mismatches == 0;
+  if (!r.ok) r.reason = fmt::format("{} of {} elements differ; first: {}", r.mismatches, actual.numel(), r.reason);
+  return r;
+}
+
+AccuracyResult accuracy_rule(const Tensor& result, const Tensor& reference, const Tensor& fp64_oracle,
+                             double tol, double multiplier) {
+  AccuracyResult a;
+  if (!same_shape(result, reference) || !same_shape(result, fp64_oracle)) {
+    a.rule = "shape";
+    a.detail = fmt::format("shapes differ: {} vs {} vs oracle {}", result.shape_string(), reference.shape_string(),
+                           fp64_oracle.shape_string());
+    return a;
+  }
+  CloseResult close = all_close(result, reference, tol, tol, true);
+  if (close.ok) {
+    a.pass = true;
+    a.rule = "allclose";
+    a.detail = fmt::format("max abs err {:.3g}", close.max_abs_err);
+    return a;
+  }
+  for (int64_t i = 0; i < result.numel(); ++i)
+    if (std::isnan(result.as_double(i)) != std::isnan(reference.as_double(i))) {
+      a.rule = "nan";
+      a.detail = fmt::format("NaN placement differs at element {}", i);
+      return a;
+    }
+  a.rule = "rmse";
+  a.res_rmse = rmse(result, fp64_oracle);
+  a.ref_rmse = rmse(reference, fp64_oracle);
+  a.pass = a.res_rmse <= multiplier * a.ref_rmse + tol / 10.0;
+  a.detail = fmt::format("rmse {:.3g} vs reference's {:.3g} (limit {}x + {:.1g}); allclose failed: {}", a.res_rmse,
+                         a.ref_rmse, multiplier, tol / 10.0, close.reason);
+  return a;
+}
+
+}  // namespace kiln

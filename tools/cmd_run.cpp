@@ -1,0 +1,163 @@
+// kiln run MODEL.onnx: load, prepare, run, time, write outputs.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include "ir/graph.h"
+#include "kiln/session.h"
+#include "onnx/import.h"
+#include "onnx/tensor_io.h"
+#include "runtime/inputs.h"
+#include "support/error.h"
+#include "tools/commands.h"
+#include "runtime/demo_model.h"
+
+namespace kiln::tools {
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::string mode = "eager";
+  std::vector<std::string> inputs, dims;
+  uint64_t seed = 0;
+  std::string output_dir, save_inputs;
+  int iters = 1;
+  int64_t threads = 0;
+  bool json = false;
+};
+
+Mode parse_mode(const std::string& m) {
+  if (m == "eager") return Mode::eager;
+  if (m == "reference") return Mode::reference;
+  user_error("--mode must be eager or reference, got '{}'", m);
+}
+
+Tensor read_input_file(const std::string& path, const Options& options) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".npy") return read_npy(path, options);
+  if (ext == ".pb") return read_tensor_pb(path, options);
+  user_error("--input {}: expected a .npy or .pb file", path);
+}
+
+std::string safe_file_name(const std::string& name) {
+  std::string s = name;
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
+  if (s.empty() || s[0] == '.') s = "_" + s;
+  return s;
+}
+
+int run(const RunArgs& a, Options options) {
+  apply_threads(options, a.threads);
+  if (a.iters < 1) user_error("--iters must be at least 1");
+  Mode mode = parse_mode(a.mode);
+
+  std::map<std::string, Tensor> given;
+  for (const auto& item : a.inputs) {
+    auto [name, path] = split_assignment(item, "--input");
+    given[name] = read_input_file(path, options);
+  }
+  std::map<std::string, int64_t> dims;
+  for (const auto& item : a.dims) {
+    auto [name, value] = split_assignment(item, "--dim");
+    char* end = nullptr;
+    long long v = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || v < 0) user_error("--dim {}: size must be a non-negative integer", item);
+    dims[name] = v;
+  }
+
+  Graph graph = a.model.empty() ? demo_transformer() : import_onnx(a.model, options);
+  for (const auto& [name, t] : given) {
+    bool known = false;
+    for (ValueId id : graph.inputs) known = known || graph.value(id).name == name;
+    if (!known) user_error("--input {}: the model has no input of that name", name);
+  }
+  dims = resolve_dims(graph, given, dims);
+  auto t0 = std::chrono::steady_clock::now();
+  Session session = Session::from_graph(std::move(graph), mode, options, dims);
+  double prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::map<std::string, Tensor> inputs = make_inputs(session.graph(), given, a.seed);
+
+  if (!a.save_inputs.empty()) {
+    std::filesystem::create_directories(a.save_inputs);
+    for (const auto& [name, t] : inputs)
+      write_npy((std::filesystem::path(a.save_inputs) / (safe_file_name(name) + ".npy")).string(), t);
+  }
+
+  std::vector<double> times;
+  std::map<std::string, Tensor> outputs;
+  for (int i = 0; i < a.iters; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    outputs = session.run(inputs);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  double median = times.size() % 2 ? times[times.size() / 2]
+                                   : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+
+  std::map<std::string, std::string> files;
+  if (!a.output_dir.empty()) {
+    std::filesystem::create_directories(a.output_dir);
+    for (const auto& [name, t] : outputs) {
+      std::string path = (std::filesystem::path(a.output_dir) / (safe_file_name(name) + ".npy")).string();
+      write_npy(path, t);
+      files[name] = path;
+    }
+  }
+
+  std::string model_name = a.model.empty() ? "(bundled demo transformer)" : a.model;
+  if (a.json) {
+    nlohmann::json j;
+    j["model"] = model_name;
+    j["mode"] = mode_name(mode);
+    j["threads"] = omp_get_max_threads();
+    j["iters"] = a.iters;
+    j["latency_ms"] = median;
+    j["latency_min_ms"] = times.front();
+    j["latency_max_ms"] = times.back();
+    j["prepare_ms"] = prepare_ms;
+    j["ops"] = session.stats().ops;
+    j["outputs"] = nlohmann::json::array();
+    for (const auto& info : session.outputs()) {
+      const Tensor& t = outputs.at(info.name);
+      nlohmann::json o{{"name", info.name}, {"shape", t.shape()}, {"dtype", dtype_name(t.dtype())}};
+      if (files.count(info.name)) o["file"] = files[info.name];
+      j["outputs"].push_back(o);
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model: %s\nmode: %s, threads: %d, ops: %d, prepared in %.1f ms\n", model_name.c_str(),
+              mode_name(mode), omp_get_max_threads(), session.stats().ops, prepare_ms);
+  for (const auto& info : session.outputs()) {
+    const Tensor& t = outputs.at(info.name);
+    std::printf("output %s: %s%s%s\n", info.name.c_str(), std::string(dtype_name(t.dtype())).c_str(),
+                t.shape_string().c_str(), files.count(info.name) ? (" -> " + files[info.name]).c_str() : "");
+  }
+  std::printf("latency: median %.3f ms over %d iteration%s (min %.3f, max %.3f)\n", median, a.iters,
+              a.iters == 1 ? "" : "s", times.front(), times.back());
+  return 0;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "run a model (default: a small bundled transformer)");
+  cmd->add_option("model", args->model, "an .onnx file");
+  cmd->add_option("--mode", args->mode, "eager (default) or reference (fp64 oracle)");
+  cmd->add_option("--input", args->inputs, "NAME=FILE.npy or NAME=FILE.pb (repeatable)");
+  cmd->add_option("--dim", args->dims, "SYMBOL=SIZE for a symbolic dimension (repeatable)");
+  cmd->add_option("--seed", args->seed, "seed for generated inputs");
+  cmd->add_option("--output-dir", args->output_dir, "write each output as NAME.npy here");
+  cmd->add_option("--save-inputs", args->save_inputs, "write the inputs used (given or generated) as NAME.npy here");
+  cmd->add_option("--iters", args->iters, "timed iterations (the median is reported)");
+  cmd->add_option("--threads", args->threads, "worker threads (default: every core)");
+  cmd->add_flag("--json", args->json, "print one JSON object instead of text");
+  return {cmd, [args](const Options& options) { return run(*args, options); }};
+}
+
+}  // namespace kiln::tools

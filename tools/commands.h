@@ -1,0 +1,25 @@
+// The kiln command's subcommands. Each registers its options on the CLI11 app and runs when chosen.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "kiln/options.h"
+
+namespace kiln::tools {
+
+// A subcommand and what to run when it was chosen (returns the exit code).
+struct Command {
+  CLI::App* app;
+  std::function<int(const Options&)> action;
+};
+Command add_run_command(CLI::App& app);
+Command add_check_command(CLI::App& app);
+Command add_settings_command(CLI::App& app);
+Command add_compare_command(CLI::App& app);
+
+// "NAME=VALUE" splitting for --dim / --input / --set; a malformed item is a user error.
+std::pair<std::string, std::string> split_assignment(const std::string& item, const char* flag);
+// Applies --threads (0 keeps the default) to OpenMP and the options.
+void apply_threads(Options& options, int64_t threads);
+
+}  // namespace kiln::tools
