@@ -1,0 +1,45 @@
+// f32 wrappers around oneDNN primitives for the eager CPU kernels. Every call builds (once, cached by
+// shape and attributes) and runs one primitive on caller-owned plain row-major buffers. A wrapper
+// returns false when oneDNN has no implementation for the case; the caller then uses its own loop.
+// Callers handle zero-size tensors themselves: these functions must not be called with them.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace kiln::onednn {
+
+// C = A x B. All three have the same rank r (2..12): A [batch.., M, K], B [batch.., K, N],
+// C [batch.., M, N] contiguous. A batch dim of A or B may be 1 where C's is larger (broadcast).
+// Strides are in elements and may describe transposed operands (Gemm's transA / transB).
+struct MatmulDesc {
+  std::vector<int64_t> a_dims, a_strides;
+  std::vector<int64_t> b_dims, b_strides;
+  std::vector<int64_t> c_dims;
+};
+bool matmul_f32(const MatmulDesc& desc, const float* a, const float* b, float* c);
+
+// Convolution in ONNX layouts: src [N, C, spatial..], weights [OC, C/groups, kernel..], dst
+// [N, OC, out..]; 1 to 3 spatial dims. Dilations are ONNX's (1 = dense). Pads may be asymmetric.
+struct ConvDesc {
+  std::vector<int64_t> src_dims, weights_dims, dst_dims;
+  int64_t groups = 1;
+  std::vector<int64_t> strides, dilations, pad_begin, pad_end;
+};
+// `bias` may be nullptr.
+bool conv_f32(const ConvDesc& desc, const float* src, const float* weights, const float* bias, float* dst);
+
+// Transposed convolution in ONNX layouts: src [N, C, spatial..], weights [C, OC/groups, kernel..],
+// dst [N, OC, out..] with out = (in-1)*stride + (k-1)*dilation + 1 - pad_begin - pad_end. ONNX's
+// output_padding is passed as a smaller (possibly negative) pad_end; false if oneDNN refuses that.
+bool deconv_f32(const ConvDesc& desc, const float* src, const float* weights, const float* bias, float* dst);
+
+// Pooling in NC[D]HW layout with explicit pads; pad_end may include the extra ceil_mode padding.
+enum class PoolKind { max, avg_include_pad, avg_exclude_pad };
+struct PoolDesc {
+  PoolKind kind = PoolKind::max;
+  std::vector<int64_t> src_dims, dst_dims;
+  std::vector<int64_t> kernel, strides, dilations, pad_begin, pad_end;
+};
+bool pool_f32(const PoolDesc& desc, const float* src, float* dst);
+
+}  // namespace kiln::onednn

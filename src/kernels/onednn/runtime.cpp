@@ -1,0 +1,83 @@
+#include "kernels/onednn/runtime.h"
+
+#include <cstdlib>
+
+#include "support/error.h"
+
+namespace kiln::onednn::detail {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+dnnl::primitive_attr user_scratchpad_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+namespace {
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+}  // namespace
+
+void* thread_buffer(int slot, size_t bytes) {
+  constexpr int kSlots = 5;
+  thread_local std::unique_ptr<void, FreeDeleter> buffers[kSlots];
+  thread_local size_t capacity[kSlots] = {};
+  if (slot < 0 || slot >= kSlots) internal_error("oneDNN thread_buffer: bad slot {}", slot);
+  if (bytes > capacity[slot]) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    buffers[slot].reset(std::aligned_alloc(64, rounded));
+    if (!buffers[slot]) internal_error("oneDNN buffer: cannot allocate {} bytes", rounded);
+    capacity[slot] = rounded;
+  }
+  return buffers[slot].get();
+}
+
+dnnl::memory thread_scratchpad(const dnnl::memory::desc& md) {
+  size_t need = md.get_size();
+  return dnnl::memory(md, cpu_engine(), need ? thread_buffer(4, need) : nullptr);
+}
+
+size_t KeyHash::operator()(const Key& k) const noexcept {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the 64-bit words
+  for (int64_t v : k) {
+    h ^= static_cast<uint64_t>(v);
+    h *= 1099511628211ull;
+    h ^= h >> 29;
+  }
+  return static_cast<size_t>(h);
+}
+
+dnnl::memory::dims row_major_strides(const std::vector<int64_t>& dims) {
+  dnnl::memory::dims s(dims.size());
+  int64_t acc = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= dims[i];
+  }
+  return s;
+}
+
+dnnl::memory::format_tag plain_tag(int rank) {
+  using tag = dnnl::memory::format_tag;
+  switch (rank) {
+    case 1: return tag::a;
+    case 2: return tag::ab;
+    case 3: return tag::abc;
+    case 4: return tag::abcd;
+    case 5: return tag::abcde;
+    case 6: return tag::abcdef;
+    default: internal_error("oneDNN: no plain format tag for rank {}", rank);
+  }
+}
+
+}  // namespace kiln::onednn::detail
