@@ -2,6 +2,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
 #include "ir/graph.h"
 #include "ir/verifier.h"
 #include "onnx/import.h"
@@ -123,6 +127,9 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   run.max_rank = impl_->options.max_rank;
   run.max_tensor_bytes = impl_->options.max_tensor_bytes;
   std::vector<const Tensor*> ins;
+  const bool timed = impl_->options.debug_on("ops");
+  std::vector<double> op_ms(timed ? kNumOps : 0, 0.0);
+  std::vector<int> op_count(timed ? kNumOps : 0, 0);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     ins.clear();
@@ -135,7 +142,13 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
         ins.push_back(&slots[static_cast<size_t>(v)]);
       }
     }
+    auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     std::vector<Tensor> outs = run_node(n, ins, run);
+    if (timed) {
+      op_ms[static_cast<size_t>(n.op)] +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      op_count[static_cast<size_t>(n.op)]++;
+    }
     for (size_t k = 0; k < n.outputs.size(); ++k)
       if (n.outputs[k] != kNoValue) {
         slots[static_cast<size_t>(n.outputs[k])] = std::move(outs[k]);
@@ -144,6 +157,16 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     for (ValueId v : n.inputs)  // free what nobody reads any more
       if (v != kNoValue && impl_->last_use[static_cast<size_t>(v)] == static_cast<int>(i))
         slots[static_cast<size_t>(v)] = Tensor();
+  }
+
+  if (timed) {  // KILN_DEBUG=ops: time per op type for this run, slowest first
+    std::vector<int> order;
+    for (int k = 0; k < kNumOps; ++k)
+      if (op_count[static_cast<size_t>(k)]) order.push_back(k);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return op_ms[size_t(a)] > op_ms[size_t(b)]; });
+    for (int k : order)
+      std::fprintf(stderr, "[ops] %-20s %5d nodes %10.3f ms\n", std::string(op_name(static_cast<OpKind>(k))).c_str(),
+                   op_count[size_t(k)], op_ms[size_t(k)]);
   }
 
   std::map<std::string, Tensor> result;
