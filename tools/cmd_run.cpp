@@ -25,6 +25,7 @@ struct RunArgs {
   uint64_t seed = 0;
   std::string output_dir, save_inputs;
   int iters = 1;
+  int warmup = 0;
   int64_t threads = 0;
   bool json = false;
 };
@@ -53,6 +54,7 @@ std::string safe_file_name(const std::string& name) {
 int run(const RunArgs& a, Options options) {
   apply_threads(options, a.threads);
   if (a.iters < 1) user_error("--iters must be at least 1");
+  if (a.warmup < 0) user_error("--warmup must be >= 0");
   Mode mode = parse_mode(a.mode);
 
   std::map<std::string, Tensor> given;
@@ -89,6 +91,7 @@ int run(const RunArgs& a, Options options) {
 
   std::vector<double> times;
   std::map<std::string, Tensor> outputs;
+  for (int i = 0; i < a.warmup; ++i) session.run(inputs);
   for (int i = 0; i < a.iters; ++i) {
     auto start = std::chrono::steady_clock::now();
     outputs = session.run(inputs);
@@ -155,6 +158,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--output-dir", args->output_dir, "write each output as NAME.npy here");
   cmd->add_option("--save-inputs", args->save_inputs, "write the inputs used (given or generated) as NAME.npy here");
   cmd->add_option("--iters", args->iters, "timed iterations (the median is reported)");
+  cmd->add_option("--warmup", args->warmup, "untimed runs before the timed ones");
   cmd->add_option("--threads", args->threads, "worker threads (default: every core)");
   cmd->add_flag("--json", args->json, "print one JSON object instead of text");
   return {cmd, [args](const Options& options) { return run(*args, options); }};
