@@ -10,6 +10,7 @@
 #include "kiln/session.h"
 #include "onnx/import.h"
 #include "onnx/tensor_io.h"
+#include "ops/node_runner.h"
 #include "runtime/inputs.h"
 #include "support/error.h"
 #include "tools/commands.h"
@@ -106,7 +107,8 @@ int run(const RunArgs& a, Options options) {
     std::filesystem::create_directories(a.output_dir);
     for (const auto& [name, t] : outputs) {
       std::string path = (std::filesystem::path(a.output_dir) / (safe_file_name(name) + ".npy")).string();
-      write_npy(path, t);
+      // NumPy has no bfloat16: such outputs are written widened to f32, which is exact.
+      write_npy(path, t.dtype() == DType::bf16 ? convert_tensor(t, DType::f32) : t);
       files[name] = path;
     }
   }
