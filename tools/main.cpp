@@ -25,14 +25,20 @@ int main(int argc, char** argv) {
   using namespace kiln;
   CLI::App app{"kiln: a compiler for machine-learning models"};
   app.require_subcommand(1);
+  app.fallthrough();  // --set may come after the subcommand too
   std::vector<std::string> settings;
   app.add_option("--set", settings, "override a setting, NAME=VALUE (see `kiln settings`)");
   std::vector<tools::Command> commands = {tools::add_run_command(app), tools::add_check_command(app),
                                           tools::add_compare_command(app), tools::add_settings_command(app)};
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 1;
+    std::fprintf(stderr, "kiln: error: %s (kiln --help lists the commands)\n", e.what());
+    return 1;
   }
   try {
     Options options = Options::from_environment();

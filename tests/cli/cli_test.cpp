@@ -1,0 +1,107 @@
+// The kiln command end to end: exit codes, messages, --json, inputs and outputs on disk.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include "onnx/tensor_io.h"
+
+namespace {
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+// Runs kiln with `args` (stderr folded into the output).
+Result kiln(const std::string& args) {
+  std::string cmd = std::string(KILN_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("kiln_cli_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(Cli, DefaultRunsTheBundledModel) {
+  Result r = kiln("run");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("output logits: f32[1,32,1000]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("latency: median"), std::string::npos) << r.out;
+}
+
+TEST(Cli, JsonHasModeLatencyAndOutputs) {
+  Result r = kiln("run --json --iters 3 --dim seq=8");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["mode"], "eager");
+  EXPECT_GT(j["latency_ms"].get<double>(), 0.0);
+  EXPECT_GT(j["ops"].get<int>(), 10);
+  ASSERT_EQ(j["outputs"].size(), 1u);
+  EXPECT_EQ(j["outputs"][0]["name"], "logits");
+  EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json({1, 8, 1000}));
+  EXPECT_EQ(j["outputs"][0]["dtype"], "f32");
+}
+
+TEST(Cli, SavedInputsReproduceOutputs) {
+  fs::path d = temp_dir("inputs");
+  Result a = kiln("run --seed 7 --save-inputs " + (d / "in").string() + " --output-dir " + (d / "a").string());
+  ASSERT_EQ(a.code, 0) << a.out;
+  Result b = kiln("run --input input_ids=" + (d / "in" / "input_ids.npy").string() + " --output-dir " +
+                  (d / "b").string() + " --mode reference");
+  ASSERT_EQ(b.code, 0) << b.out;
+  kiln::Tensor x = kiln::read_npy((d / "a" / "logits.npy").string());
+  kiln::Tensor y = kiln::read_npy((d / "b" / "logits.npy").string());
+  ASSERT_EQ(x.shape(), y.shape());
+  EXPECT_EQ(y.dtype(), kiln::DType::f64);
+  double worst = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) worst = std::max(worst, std::abs(x.as_double(i) - y.as_double(i)));
+  EXPECT_LT(worst, 1e-4);
+  fs::remove_all(d);
+}
+
+TEST(Cli, UserErrorsExitOneWithAMessage) {
+  for (const std::string& args : {std::string("run /nonexistent/model.onnx"), std::string("run --mode fast"),
+                                  std::string("run --iters 0"), std::string("run --dim seq=-3"),
+                                  std::string("run --input nope=/tmp/x.npy"), std::string("run --set nope=1")}) {
+    Result r = kiln(args);
+    EXPECT_EQ(r.code, 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("kiln: error: "), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+TEST(Cli, MissingDimIsExplained) {
+  Result r = kiln("run " + std::string(KILN_SOURCE_DIR) + "/tests/data/zoo/resnet18.onnx");
+  EXPECT_EQ(r.code, 1) << r.out;
+  // resnet18's weights are not in the repository; either message is a clean user error
+  EXPECT_NE(r.out.find("kiln: error: "), std::string::npos) << r.out;
+}
+
+TEST(Cli, CheckSummarisesCases) {
+  fs::path d = temp_dir("check");
+  Result r = kiln("check " + d.string());  // a folder without model.onnx
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("0 passed, 1 failed"), std::string::npos) << r.out;
+  fs::remove_all(d);
+}
+
+TEST(Cli, SettingsListsTheTable) {
+  Result r = kiln("settings");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("max_tensor_bytes"), std::string::npos);
+  EXPECT_NE(r.out.find("KILN_THREADS"), std::string::npos);
+}
+
+}  // namespace
