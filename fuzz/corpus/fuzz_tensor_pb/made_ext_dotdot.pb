@@ -1,0 +1,3 @@
+B
+ext_dotdotj
+location../data.binp

@@ -1,0 +1,2 @@
+Bext_missingj
+locationnope.binp

@@ -1,0 +1,2 @@
+€B	ext_wholej
+locationdata.binp
