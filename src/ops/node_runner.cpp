@@ -91,8 +91,9 @@ std::vector<Tensor> run_node(const Node& node, const std::vector<const Tensor*>&
   int fresh = 0;
   InferContext ctx(node, type_ptrs, in, &fresh, options.max_rank);
   std::vector<TensorType> out_types = def->infer(ctx);
-  KILN_INTERNAL_CHECK(out_types.size() >= node.outputs.size(), "{}: inference gave {} types for {} outputs",
-                      node.name, out_types.size(), node.outputs.size());
+  if (out_types.size() < node.outputs.size())
+    user_error("node '{}' ({}): has {} outputs, but the operator produces {}", node.name, op_name(node.op),
+               node.outputs.size(), out_types.size());
 
   std::vector<Tensor> outs(node.outputs.size());
   if (!def->kernel_makes_outputs) {

@@ -31,8 +31,9 @@ int infer_shapes(Graph& g, const Options& options, bool fold) {
     }
     InferContext ctx(n, std::move(types), std::move(vals), &fresh, options.max_rank);
     std::vector<TensorType> out = def->infer(ctx);
-    KILN_INTERNAL_CHECK(out.size() >= n.outputs.size(), "infer_shapes: {} gave {} types for {} outputs",
-                        g.describe(n), out.size(), n.outputs.size());
+    // A node with more outputs than its operator makes is the model's fault (found by fuzzing).
+    if (out.size() < n.outputs.size())
+      user_error("{}: has {} outputs, but {} produces {}", g.describe(n), n.outputs.size(), op_name(n.op), out.size());
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       if (n.outputs[i] == kNoValue) continue;
       if (out[i].rank() > options.max_rank)
