@@ -18,6 +18,14 @@ void widen_to_f64(Graph& g, const Options& options) {
       int64_t to = n.attr_int("to", 0);
       if (to == 1 || to == 10 || to == 16) n.attrs["to"] = Attribute{kOnnxDouble};
     }
+    if (n.op == OpKind::Constant) {  // value_float(s) would make an f32 constant: make it an f64 tensor
+      if (n.has_attr("value_float"))
+        n.attrs = {{"value", Attribute{Tensor::scalar<double>(DType::f64, n.attr_float("value_float", 0))}}};
+      else if (n.has_attr("value_floats")) {
+        std::vector<double> v = n.attr_floats("value_floats");
+        n.attrs = {{"value", Attribute{Tensor::from_vector<double>(DType::f64, {int64_t(v.size())}, v)}}};
+      }
+    }
     for (auto& [name, attr] : n.attrs)  // Constant / ConstantOfShape values
       if (auto* t = std::get_if<Tensor>(&attr.value); t && is_narrow_float(t->dtype()))
         attr.value = convert_tensor(*t, DType::f64);

@@ -113,3 +113,22 @@ TEST(Inputs, TokenIdsStayInsideTheTable) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Session, ReferenceModeWidensUnfoldedFloatConstants) {
+  GraphBuilder b("const_float");
+  ValueId x = b.input("x", DType::f32, {2});
+  ValueId c = b.op(OpKind::Constant, {}, {{"value_float", 0.1}});
+  b.output(b.op(OpKind::Add, {x, c}), "y");
+  Options o;
+  o.constant_fold_bytes = 0;  // keep the Constant node, as a too-large constant would stay
+  Session s = Session::from_graph(b.build(), Mode::reference, o, {});
+  Tensor y = s.run({{"x", Tensor::from_vector<double>(DType::f32, {2}, {1.0, 2.0})}}).at("y");
+  ASSERT_EQ(y.dtype(), DType::f64);
+  EXPECT_EQ(y.data<double>()[0], 1.0 + 0.1);  // 0.1 as a double, not 0.1f widened
+}
+
+}  // namespace
+}  // namespace kiln
