@@ -42,11 +42,11 @@ TEST(Session, RunIsThreadSafeAndDeterministic) {
   auto in = demo_inputs(s, 5);
   Tensor serial = s.run(in).at("logits");
   std::vector<std::thread> threads;
-  std::vector<int> identical(4, 0);
-  for (int t = 0; t < 4; ++t)
+  std::vector<int> identical(8, 0);
+  for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
       bool all = true;
-      for (int i = 0; i < 5; ++i) {
+      for (int i = 0; i < 1000; ++i) {  // 8 threads x 1000 runs, each bit-identical to the serial run
         Tensor out = s.run(in).at("logits");
         all = all && std::memcmp(out.raw(), serial.raw(), serial.nbytes()) == 0;
       }
