@@ -110,8 +110,9 @@ std::pair<Outcome, std::string> check_case(const fs::path& dir, Mode mode, const
 }
 
 int run(const CheckArgs& a, const Options& options) {
-  Mode mode = a.mode == "reference" ? Mode::reference : Mode::eager;
-  if (a.mode != "eager" && a.mode != "reference") user_error("--mode must be eager or reference");
+  Mode mode = a.mode == "reference" ? Mode::reference : a.mode == "compiled" ? Mode::compiled : Mode::eager;
+  if (a.mode != "eager" && a.mode != "reference" && a.mode != "compiled")
+    user_error("--mode must be eager, reference or compiled");
   int passed = 0, failed = 0, skipped = 0;
   auto known = read_known_deviations(a.known_file);
   for (const auto& c : a.cases) {
@@ -146,7 +147,7 @@ Command add_check_command(CLI::App& app) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* cmd = app.add_subcommand("check", "run ONNX test cases and compare with their expected outputs");
   cmd->add_option("cases", args->cases, "test case folders (model.onnx + test_data_set_*)")->required();
-  cmd->add_option("--mode", args->mode, "eager (default) or reference");
+  cmd->add_option("--mode", args->mode, "eager (default), reference or compiled");
   cmd->add_option("--rtol", args->rtol, "relative tolerance (default 1e-3)");
   cmd->add_option("--atol", args->atol, "absolute tolerance (default 1e-7)");
   cmd->add_flag("--quiet", args->quiet, "print only failures and the summary");

@@ -34,7 +34,8 @@ struct RunArgs {
 Mode parse_mode(const std::string& m) {
   if (m == "eager") return Mode::eager;
   if (m == "reference") return Mode::reference;
-  user_error("--mode must be eager or reference, got '{}'", m);
+  if (m == "compiled") return Mode::compiled;
+  user_error("--mode must be eager, reference or compiled, got '{}'", m);
 }
 
 Tensor read_input_file(const std::string& path, const Options& options) {
@@ -125,6 +126,8 @@ int run(const RunArgs& a, Options options) {
     j["latency_max_ms"] = times.back();
     j["prepare_ms"] = prepare_ms;
     j["ops"] = session.stats().ops;
+    j["kernels"] = session.stats().kernels;
+    j["fused_kernels"] = session.stats().fused_kernels;
     j["outputs"] = nlohmann::json::array();
     for (const auto& info : session.outputs()) {
       const Tensor& t = outputs.at(info.name);
@@ -135,8 +138,9 @@ int run(const RunArgs& a, Options options) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("model: %s\nmode: %s, threads: %d, ops: %d, prepared in %.1f ms\n", model_name.c_str(),
-              mode_name(mode), omp_get_max_threads(), session.stats().ops, prepare_ms);
+  std::printf("model: %s\nmode: %s, threads: %d, ops: %d, kernels per run: %d (%d generated), prepared in %.1f ms\n",
+              model_name.c_str(), mode_name(mode), omp_get_max_threads(), session.stats().ops,
+              session.stats().kernels, session.stats().fused_kernels, prepare_ms);
   for (const auto& info : session.outputs()) {
     const Tensor& t = outputs.at(info.name);
     std::printf("output %s: %s%s%s\n", info.name.c_str(), std::string(dtype_name(t.dtype())).c_str(),
@@ -153,7 +157,7 @@ Command add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "run a model (default: a small bundled transformer)");
   cmd->add_option("model", args->model, "an .onnx file");
-  cmd->add_option("--mode", args->mode, "eager (default) or reference (fp64 oracle)");
+  cmd->add_option("--mode", args->mode, "eager (default), reference (fp64 oracle) or compiled (experimental: fused pointwise chains)");
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy or NAME=FILE.pb (repeatable)");
   cmd->add_option("--dim", args->dims, "SYMBOL=SIZE for a symbolic dimension (repeatable)");
   cmd->add_option("--seed", args->seed, "seed for generated inputs");

@@ -16,6 +16,8 @@ class Graph;
 enum class Mode {
   eager,      // each op its own kernel, vendor libraries where they apply
   reference,  // the oracle: fp64 everywhere, plain loops
+  compiled,   // first steps of the compiler: pointwise chains fused into generated C++ kernels,
+              // every other node on its eager kernel
 };
 const char* mode_name(Mode m);
 
@@ -26,7 +28,9 @@ struct TensorInfo {
 };
 
 struct RunStats {
-  int ops = 0;  // nodes executed per run
+  int ops = 0;      // graph nodes after preparation (what eager runs)
+  int kernels = 0;  // kernels launched per run (fused groups count once)
+  int fused_kernels = 0;  // generated kernels among them
 };
 
 class Session {
@@ -51,8 +55,9 @@ class Session {
   // widened to f64 and float outputs come back as f64.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
 
+  struct Impl;  // opaque: defined in src/runtime/session.cpp
+
  private:
-  struct Impl;
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -11,27 +11,95 @@
 #include "onnx/import.h"
 #include "ops/node_runner.h"
 #include "passes/passes.h"
+#include "codegen/cpu/emit_pointwise.h"
+#include "schedule/fuse_pointwise.h"
 
 namespace kiln {
 
-const char* mode_name(Mode m) { return m == Mode::eager ? "eager" : "reference"; }
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::eager: return "eager";
+    case Mode::reference: return "reference";
+    case Mode::compiled: return "compiled";
+  }
+  return "?";
+}
+
+// A generated kernel that replaces a group of nodes; it runs where the group's last node stood.
+struct FusedStep {
+  schedule::PointwiseGroup group;
+  std::vector<std::string> symbols;  // names, in the kernel's syms[] order
+  codegen::cpu::PointwiseEntry* fn = nullptr;
+};
 
 struct Session::Impl {
   Graph graph;
   Mode mode;
   Options options;
   std::vector<int> last_use;  // per value: index of the last node that reads it (-1: none; outputs: never freed)
+  std::vector<int> fused_at;  // per node: index into `fused` when a fused kernel runs there, else -1
+  std::vector<char> inlined;  // per node: computed inside a fused kernel, not run on its own
+  std::vector<FusedStep> fused;
+  std::vector<codegen::cpu::CompiledKernel> libraries;  // keeps the generated code loaded
 };
 
 namespace {
 
-std::vector<int> compute_last_use(const Graph& g) {
+// The values a node position reads: its own inputs, a fused kernel's inputs, or nothing if inlined.
+std::vector<ValueId> step_inputs(const Session::Impl& s, size_t i) {
+  if (s.inlined[i]) return {};
+  if (s.fused_at[i] >= 0) return s.fused[size_t(s.fused_at[i])].group.inputs;
+  return s.graph.nodes[i].inputs;
+}
+
+std::vector<int> compute_last_use(const Session::Impl& s) {
+  const Graph& g = s.graph;
   std::vector<int> last(g.values.size(), -1);
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ValueId v : g.nodes[i].inputs)
+    for (ValueId v : step_inputs(s, i))
       if (v != kNoValue) last[static_cast<size_t>(v)] = static_cast<int>(i);
   for (ValueId v : g.outputs) last[static_cast<size_t>(v)] = static_cast<int>(g.nodes.size());
   return last;
+}
+
+// Fuses pointwise chains and compiles them (through the kernel cache).
+void compile_fused(Session::Impl& s) {
+  std::vector<schedule::PointwiseGroup> groups = schedule::find_pointwise_groups(s.graph);
+  std::vector<codegen::cpu::KernelSource> sources;
+  for (auto& group : groups) {
+    codegen::cpu::PointwiseSource src = codegen::cpu::emit_pointwise_cpp(group.kernel);
+    sources.push_back(src.source);
+    s.fused.push_back(FusedStep{std::move(group), src.symbols, nullptr});
+  }
+  if (sources.empty()) return;
+  s.libraries = codegen::cpu::compile_kernels(sources, s.options);
+  for (size_t k = 0; k < s.fused.size(); ++k) {
+    FusedStep& f = s.fused[k];
+    f.fn = reinterpret_cast<codegen::cpu::PointwiseEntry*>(s.libraries[k].entry(f.group.kernel.name));
+    for (size_t j = 0; j + 1 < f.group.nodes.size(); ++j) s.inlined[size_t(f.group.nodes[j])] = 1;
+    s.fused_at[size_t(f.group.nodes.back())] = static_cast<int>(k);
+  }
+}
+
+Tensor run_fused(const FusedStep& f, const Graph& g, const std::vector<const Tensor*>& ins, int64_t max_bytes) {
+  std::vector<int64_t> syms;
+  std::map<std::string, int64_t> by_name;
+  for (size_t k = 0; k < f.group.symbols.size(); ++k) {
+    const auto& src = f.group.symbols[k];
+    int64_t v = ins[size_t(src.input)]->dim(src.dim);
+    syms.push_back(v);
+    by_name[f.symbols[k]] = v;
+  }
+  const TensorType& out = g.value(f.group.output).type;
+  std::vector<int64_t> dims;
+  for (const Dim& d : out.shape) dims.push_back(d.is_static() ? d.value : by_name.at(d.symbol));
+  Tensor result = Tensor::empty(out.dtype, dims);
+  if (static_cast<int64_t>(result.nbytes()) > max_bytes)
+    user_error("fused kernel '{}': output of {} bytes exceeds max_tensor_bytes", f.group.kernel.name, result.nbytes());
+  std::vector<const void*> ptrs;
+  for (const Tensor* t : ins) ptrs.push_back(t->raw());
+  f.fn(ptrs.data(), result.raw(), syms.data());
+  return result;
 }
 
 TensorInfo info_of(const Value& v) {
@@ -79,8 +147,11 @@ Session Session::from_graph(Graph graph, Mode mode, const Options& options,
   prepare_graph(graph, dims, options);
   if (mode == Mode::reference) widen_to_f64(graph, options);
   verify_graph(graph, "prepare");
-  impl->last_use = compute_last_use(graph);
   impl->graph = std::move(graph);
+  impl->fused_at.assign(impl->graph.nodes.size(), -1);
+  impl->inlined.assign(impl->graph.nodes.size(), 0);
+  if (mode == Mode::compiled) compile_fused(*impl);
+  impl->last_use = compute_last_use(*impl);
   return Session(std::move(impl));
 }
 
@@ -95,7 +166,13 @@ std::vector<TensorInfo> Session::outputs() const {
   return r;
 }
 Mode Session::mode() const { return impl_->mode; }
-RunStats Session::stats() const { return RunStats{static_cast<int>(impl_->graph.nodes.size())}; }
+RunStats Session::stats() const {
+  RunStats r;
+  r.ops = static_cast<int>(impl_->graph.nodes.size());
+  r.fused_kernels = static_cast<int>(impl_->fused.size());
+  for (char in : impl_->inlined) r.kernels += in ? 0 : 1;
+  return r;
+}
 const Graph& Session::graph() const { return impl_->graph; }
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) const {
@@ -131,9 +208,11 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   std::vector<double> op_ms(timed ? kNumOps : 0, 0.0);
   std::vector<int> op_count(timed ? kNumOps : 0, 0);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (impl_->inlined[i]) continue;
     const Node& n = g.nodes[i];
+    const FusedStep* fused = impl_->fused_at[i] >= 0 ? &impl_->fused[size_t(impl_->fused_at[i])] : nullptr;
     ins.clear();
-    for (ValueId v : n.inputs) {
+    for (ValueId v : fused ? fused->group.inputs : n.inputs) {
       if (v == kNoValue) ins.push_back(nullptr);
       else if (g.value(v).constant) ins.push_back(g.value(v).constant.get());
       else {
@@ -143,7 +222,9 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
       }
     }
     auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    std::vector<Tensor> outs = run_node(n, ins, run);
+    std::vector<Tensor> outs;
+    if (fused) outs.push_back(run_fused(*fused, g, ins, run.max_tensor_bytes));
+    else outs = run_node(n, ins, run);
     if (timed) {
       op_ms[static_cast<size_t>(n.op)] +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -154,7 +235,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
         slots[static_cast<size_t>(n.outputs[k])] = std::move(outs[k]);
         present[static_cast<size_t>(n.outputs[k])] = 1;
       }
-    for (ValueId v : n.inputs)  // free what nobody reads any more
+    for (ValueId v : fused ? fused->group.inputs : n.inputs)  // free what nobody reads any more
       if (v != kNoValue && impl_->last_use[static_cast<size_t>(v)] == static_cast<int>(i))
         slots[static_cast<size_t>(v)] = Tensor();
   }
