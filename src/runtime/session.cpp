@@ -67,6 +67,10 @@ void compile_fused(Session::Impl& s) {
   std::vector<schedule::PointwiseGroup> groups = schedule::find_pointwise_groups(s.graph);
   std::vector<codegen::cpu::KernelSource> sources;
   for (auto& group : groups) {
+    // Name each kernel by its content, so identical groups (every layer's GELU) share one compile.
+    group.kernel.name = "pw";
+    std::string text = codegen::cpu::emit_pointwise_cpp(group.kernel).source.code;
+    group.kernel.name = fmt::format("pw_{:016x}", std::hash<std::string>{}(text));
     codegen::cpu::PointwiseSource src = codegen::cpu::emit_pointwise_cpp(group.kernel);
     sources.push_back(src.source);
     s.fused.push_back(FusedStep{std::move(group), src.symbols, nullptr});
