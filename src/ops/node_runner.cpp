@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ops/common.h"
+#include "ops/elementwise/elementwise.h"
 #include "support/checked_math.h"
 
 namespace kiln {
@@ -10,55 +11,10 @@ namespace {
 
 bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
 
-template <class To>
-To convert_one(double v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != 0.0;
-  } else if constexpr (std::is_integral_v<To>) {
-    if (std::isnan(v)) return To{0};
-    // Saturate instead of undefined behaviour on out-of-range values.
-    if (v >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    if (v <= static_cast<double>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
-    return static_cast<To>(v);
-  } else {
-    return static_cast<To>(v);
-  }
-}
-
 }  // namespace
 
-Tensor convert_tensor(const Tensor& t, DType to) {
-  Tensor out = Tensor::empty(to, t.shape());
-  int64_t n = t.numel();
-  if (t.dtype() == to) return t.clone();
-  bool int_to_int = is_integer(t.dtype()) && is_integer(to);
-  for (int64_t i = 0; i < n; ++i) {
-    if (int_to_int) {  // exact, with two's-complement wrap like numpy's astype
-      int64_t v = t.as_int64(i);
-      switch (to) {
-        case DType::i64: out.data<int64_t>()[i] = v; break;
-        case DType::i32: out.data<int32_t>()[i] = static_cast<int32_t>(v); break;
-        case DType::i8: out.data<int8_t>()[i] = static_cast<int8_t>(v); break;
-        case DType::u8: out.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
-        default: break;
-      }
-      continue;
-    }
-    double v = t.as_double(i);
-    switch (to) {
-      case DType::f32: out.data<float>()[i] = static_cast<float>(v); break;
-      case DType::f64: out.data<double>()[i] = v; break;
-      case DType::f16: out.data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
-      case DType::bf16: out.data<uint16_t>()[i] = float_to_bf16(static_cast<float>(v)); break;
-      case DType::i64: out.data<int64_t>()[i] = convert_one<int64_t>(v); break;
-      case DType::i32: out.data<int32_t>()[i] = convert_one<int32_t>(v); break;
-      case DType::i8: out.data<int8_t>()[i] = convert_one<int8_t>(v); break;
-      case DType::u8: out.data<uint8_t>()[i] = convert_one<uint8_t>(v); break;
-      case DType::boolean: out.data<bool>()[i] = convert_one<bool>(v); break;
-    }
-  }
-  return out;
-}
+// One conversion for the whole of kiln: Cast's (single rounding, NaN to 0, saturating).
+Tensor convert_tensor(const Tensor& t, DType to) { return elementwise::convert_elements(t, to, /*parallel=*/true); }
 
 std::vector<Tensor> run_node(const Node& node, const std::vector<const Tensor*>& inputs,
                              const NodeRunOptions& options) {
