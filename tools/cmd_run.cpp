@@ -24,7 +24,7 @@ struct RunArgs {
   std::string mode = "eager";
   std::vector<std::string> inputs, dims;
   uint64_t seed = 0;
-  std::string output_dir, save_inputs;
+  std::string output_dir, save_inputs, dump_dir;
   int iters = 1;
   int warmup = 0;
   int64_t threads = 0;
@@ -55,6 +55,7 @@ std::string safe_file_name(const std::string& name) {
 
 int run(const RunArgs& a, Options options) {
   apply_threads(options, a.threads);
+  if (!a.dump_dir.empty()) options.dump_dir = a.dump_dir;
   if (a.iters < 1) user_error("--iters must be at least 1");
   if (a.warmup < 0) user_error("--warmup must be >= 0");
   Mode mode = parse_mode(a.mode);
@@ -64,14 +65,7 @@ int run(const RunArgs& a, Options options) {
     auto [name, path] = split_assignment(item, "--input");
     given[name] = read_input_file(path, options);
   }
-  std::map<std::string, int64_t> dims;
-  for (const auto& item : a.dims) {
-    auto [name, value] = split_assignment(item, "--dim");
-    char* end = nullptr;
-    long long v = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || v < 0) user_error("--dim {}: size must be a non-negative integer", item);
-    dims[name] = v;
-  }
+  std::map<std::string, int64_t> dims = parse_dims(a.dims);
 
   Graph graph = a.model.empty() ? demo_transformer() : import_onnx(a.model, options);
   for (const auto& [name, t] : given) {
@@ -167,6 +161,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--warmup", args->warmup, "untimed runs before the timed ones");
   cmd->add_option("--threads", args->threads, "worker threads (default: every core)");
   cmd->add_flag("--json", args->json, "print one JSON object instead of text");
+  cmd->add_option("--dump-dir", args->dump_dir, "write the IR after every step and each generated kernel here");
   return {cmd, [args](const Options& options) { return run(*args, options); }};
 }
 

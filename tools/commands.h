@@ -2,6 +2,9 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "kiln/options.h"
 
@@ -16,9 +19,12 @@ Command add_run_command(CLI::App& app);
 Command add_check_command(CLI::App& app);
 Command add_settings_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
+Command add_compile_command(CLI::App& app);
 
 // "NAME=VALUE" splitting for --dim / --input / --set; a malformed item is a user error.
 std::pair<std::string, std::string> split_assignment(const std::string& item, const char* flag);
+// --dim SYMBOL=SIZE items; a malformed one is a user error.
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& items);
 // Applies --threads (0 keeps the default) to OpenMP and the options.
 void apply_threads(Options& options, int64_t threads);
 

@@ -13,6 +13,18 @@ std::pair<std::string, std::string> split_assignment(const std::string& item, co
   return {item.substr(0, eq), item.substr(eq + 1)};
 }
 
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& items) {
+  std::map<std::string, int64_t> dims;
+  for (const auto& item : items) {
+    auto [name, value] = split_assignment(item, "--dim");
+    char* end = nullptr;
+    long long v = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || v < 0) user_error("--dim {}: size must be a non-negative integer", item);
+    dims[name] = v;
+  }
+  return dims;
+}
+
 void apply_threads(Options& options, int64_t threads) {
   if (threads < 0) user_error("--threads must be >= 0");
   if (threads > 0) options.threads = threads;
@@ -29,7 +41,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> settings;
   app.add_option("--set", settings, "override a setting, NAME=VALUE (see `kiln settings`)");
   std::vector<tools::Command> commands = {tools::add_run_command(app), tools::add_check_command(app),
-                                          tools::add_compare_command(app), tools::add_settings_command(app)};
+                                          tools::add_compare_command(app), tools::add_compile_command(app),
+                                          tools::add_settings_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

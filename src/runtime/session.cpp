@@ -11,6 +11,7 @@
 #include "onnx/import.h"
 #include "ops/node_runner.h"
 #include "passes/passes.h"
+#include "support/dump.h"
 #include "codegen/cpu/emit_pointwise.h"
 #include "schedule/fuse_pointwise.h"
 
@@ -77,6 +78,10 @@ void compile_fused(Session::Impl& s) {
   }
   if (sources.empty()) return;
   s.libraries = codegen::cpu::compile_kernels(sources, s.options);
+  for (size_t k = 0; k < sources.size(); ++k) {  // --dump-dir: each source and its exact compile command
+    write_dump(s.options, "kernels/" + sources[k].name + ".cpp", sources[k].code);
+    write_dump(s.options, "kernels/" + sources[k].name + ".cmd", s.libraries[k].command + "\n");
+  }
   for (size_t k = 0; k < s.fused.size(); ++k) {
     FusedStep& f = s.fused[k];
     f.fn = reinterpret_cast<codegen::cpu::PointwiseEntry*>(s.libraries[k].entry(f.group.kernel.name));

@@ -105,3 +105,33 @@ TEST(Cli, SettingsListsTheTable) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, RunCompiledWithDumpDirWritesIrAndKernels) {
+  fs::path d = temp_dir("dump");
+  std::string env = "KILN_CACHE_DIR=" + (d / "cache").string() + " ";
+  std::string cmd = std::string(KILN_BINARY) + " run --mode compiled --json --dim seq=8 --dump-dir " + (d / "dump").string();
+  FILE* p = popen((env + cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << out;
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["mode"], "compiled");
+  EXPECT_GT(j["fused_kernels"].get<int>(), 0);
+  EXPECT_LT(j["kernels"].get<int>(), j["ops"].get<int>());
+  EXPECT_TRUE(fs::exists(d / "dump" / "00_import.ir"));
+  EXPECT_TRUE(fs::exists(d / "dump" / "01_infer_shapes_fold.ir"));
+  int sources = 0, commands = 0;
+  for (const auto& e : fs::directory_iterator(d / "dump" / "kernels")) {
+    sources += e.path().extension() == ".cpp";
+    commands += e.path().extension() == ".cmd";
+  }
+  EXPECT_GT(sources, 0);
+  EXPECT_EQ(sources, commands);
+  fs::remove_all(d);
+}
+
+}  // namespace
