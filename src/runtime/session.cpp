@@ -99,9 +99,20 @@ Tensor run_fused(const FusedStep& f, const Graph& g, const std::vector<const Ten
     syms.push_back(v);
     by_name[f.symbols[k]] = v;
   }
+  auto size_of = [&](const Dim& d) { return d.is_static() ? d.value : by_name.at(d.symbol); };
+  // The kernel indexes its inputs by these sizes: every input must have exactly them (two symbols
+  // that inference assumed equal may not be at run time; reading past a buffer is never an option).
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const Shape& want = g.value(f.group.inputs[i]).type.shape;
+    bool same = static_cast<size_t>(ins[i]->rank()) == want.size();
+    for (size_t d = 0; same && d < want.size(); ++d) same = ins[i]->dim(static_cast<int>(d)) == size_of(want[d]);
+    if (!same)
+      user_error("fused kernel '{}': input '{}' has shape {}, but the model's shapes say {}", f.group.kernel.name,
+                 g.value(f.group.inputs[i]).name, ins[i]->shape_string(), shape_string(want));
+  }
   const TensorType& out = g.value(f.group.output).type;
   std::vector<int64_t> dims;
-  for (const Dim& d : out.shape) dims.push_back(d.is_static() ? d.value : by_name.at(d.symbol));
+  for (const Dim& d : out.shape) dims.push_back(size_of(d));
   Tensor result = Tensor::empty(out.dtype, dims);
   if (static_cast<int64_t>(result.nbytes()) > max_bytes)
     user_error("fused kernel '{}': output of {} bytes exceeds max_tensor_bytes", f.group.kernel.name, result.nbytes());
