@@ -11,6 +11,7 @@
 #include "onnx/tensor_io.h"
 #include "ops/registry.h"
 #include "runtime/compare.h"
+#include "runtime/inputs.h"
 #include "support/error.h"
 #include "tools/commands.h"
 
@@ -69,7 +70,6 @@ std::pair<Outcome, std::string> check_case(const fs::path& dir, Mode mode, const
   auto sets = sorted_files(dir, "test_data_set_");
   if (sets.empty()) return {Outcome::failed, "no test_data_set_*"};
   // One session per case: every data set has the same input shapes in the ONNX suite.
-  std::vector<ValueId> graph_inputs = graph.inputs;
   std::vector<std::string> input_names, output_names;
   for (ValueId v : graph.inputs) input_names.push_back(graph.value(v).name);
   for (ValueId v : graph.outputs) output_names.push_back(graph.value(v).name);
@@ -83,17 +83,10 @@ std::pair<Outcome, std::string> check_case(const fs::path& dir, Mode mode, const
     if (in_files.size() != input_names.size())
       return {Outcome::failed, fmt::format("{} input files for {} inputs", in_files.size(), input_names.size())};
     std::map<std::string, Tensor> inputs;
-    std::map<std::string, int64_t> dims;
     for (size_t i = 0; i < in_files.size(); ++i)
       inputs[input_names[i]] = read_tensor_pb(in_files[i].string(), options, nullptr, input_bf16[i]);
     if (!session) {
-      for (size_t i = 0; i < graph_inputs.size(); ++i) {
-        const Value& v = graph.value(graph_inputs[i]);
-        const Tensor& t = inputs[v.name];
-        if (t.rank() == v.type.rank())
-          for (size_t d = 0; d < v.type.shape.size(); ++d)
-            if (!v.type.shape[d].is_static()) dims[v.type.shape[d].symbol] = t.shape()[d];
-      }
+      std::map<std::string, int64_t> dims = resolve_dims(graph, inputs, {});
       session.emplace(Session::from_graph(std::move(graph), mode, options, dims));
     }
     auto outputs = session->run(inputs);
