@@ -16,8 +16,8 @@ class Graph;
 enum class Mode {
   eager,      // each op its own kernel, vendor libraries where they apply
   reference,  // the oracle: fp64 everywhere, plain loops
-  compiled,   // first steps of the compiler: pointwise chains fused into generated C++ kernels,
-              // every other node on its eager kernel
+  compiled,   // the compiler: fused groups become generated C++ kernels or library calls with
+              // post-ops; the nodes left run on their eager kernels
 };
 const char* mode_name(Mode m);
 
@@ -28,9 +28,14 @@ struct TensorInfo {
 };
 
 struct RunStats {
-  int ops = 0;      // graph nodes after preparation (what eager runs)
-  int kernels = 0;  // kernels launched per run (fused groups count once)
-  int fused_kernels = 0;  // generated kernels among them
+  int ops = 0;              // graph nodes after preparation (what eager runs)
+  int kernels = 0;          // kernels launched per run: a fused group counts once, a view (Reshape) not at all
+  int fused_kernels = 0;    // generated kernels among them
+  int library_kernels = 0;  // library calls with fused post-ops among them
+  int views = 0;            // steps that only give a buffer another shape
+  int buffers = 0;          // planned intermediate buffers (reused across the run)
+  int64_t arena_bytes = 0;  // their total size
+  int64_t bytes_moved = -1; // bytes all kernels read and write at the compile-time sizes (-1: unknown)
 };
 
 class Session {

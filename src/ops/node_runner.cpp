@@ -1,6 +1,7 @@
 #include "ops/node_runner.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "ops/common.h"
 #include "ops/elementwise/elementwise.h"
@@ -17,7 +18,7 @@ bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
 Tensor convert_tensor(const Tensor& t, DType to) { return elementwise::convert_elements(t, to, /*parallel=*/true); }
 
 std::vector<Tensor> run_node(const Node& node, const std::vector<const Tensor*>& inputs,
-                             const NodeRunOptions& options) {
+                             const NodeRunOptions& options, std::vector<Tensor>* preallocated) {
   const OpDef* def = op_registry().find(node.op);
   if (!def) unsupported("node '{}': operator {} is not supported", node.name, op_name(node.op));
 
@@ -58,6 +59,15 @@ std::vector<Tensor> run_node(const Node& node, const std::vector<const Tensor*>&
       const Shape& s = out_types[i].shape;
       KILN_INTERNAL_CHECK(is_static(s), "{}: run-time shape {} is not concrete", node.name, shape_string(s));
       std::vector<int64_t> dims = static_dims(s);
+      if (preallocated && i < preallocated->size() && (*preallocated)[i].raw() && !widen) {
+        Tensor& given = (*preallocated)[i];
+        KILN_INTERNAL_CHECK(given.dtype() == out_types[i].dtype && given.shape() == dims,
+                            "{}: planned buffer {} {} does not fit output {} {}", node.name, dtype_name(given.dtype()),
+                            given.shape_string(), dtype_name(out_types[i].dtype), shape_string(s));
+        std::memset(given.raw(), 0, given.nbytes());
+        outs[i] = given;
+        continue;
+      }
       int64_t bytes = checked_mul(checked_numel(dims, node.name), static_cast<int64_t>(dtype_size(out_types[i].dtype)),
                                   node.name);
       if (bytes > options.max_tensor_bytes)

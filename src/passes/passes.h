@@ -30,4 +30,7 @@ void widen_to_f64(Graph& g, const Options& options);
 // each step when options.debug has "ir".
 void prepare_graph(Graph& g, const std::map<std::string, int64_t>& dims, const Options& options);
 
+// KILN_DEBUG=ir prints the IR after a step; --dump-dir writes it as <step>_<after>.ir.
+void dump_ir(const Graph& g, const Options& options, int step, const char* after);
+
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <mutex>
 #include <chrono>
 #include <cstdio>
 
@@ -13,7 +14,10 @@
 #include "passes/passes.h"
 #include "support/dump.h"
 #include "codegen/cpu/emit_pointwise.h"
+#include "lower/decompose.h"
+#include "runtime/plan.h"
 #include "schedule/fuse_pointwise.h"
+#include "support/checked_math.h"
 
 namespace kiln {
 
@@ -26,10 +30,13 @@ const char* mode_name(Mode m) {
   return "?";
 }
 
-// A generated kernel that replaces a group of nodes; it runs where the group's last node stood.
-struct FusedStep {
-  schedule::PointwiseGroup group;
-  std::vector<std::string> symbols;  // names, in the kernel's syms[] order
+// A generated kernel that computes a group of nodes; it runs as one step.
+struct GeneratedKernel {
+  std::string name;
+  std::vector<ValueId> inputs;
+  ValueId output = kNoValue;
+  std::vector<schedule::SymbolSource> symbols;  // where each size symbol is read at run time
+  std::vector<std::string> symbol_names;        // in the kernel's syms[] order
   codegen::cpu::PointwiseEntry* fn = nullptr;
 };
 
@@ -37,90 +44,146 @@ struct Session::Impl {
   Graph graph;
   Mode mode;
   Options options;
-  std::vector<int> last_use;  // per value: index of the last node that reads it (-1: none; outputs: never freed)
-  std::vector<int> fused_at;  // per node: index into `fused` when a fused kernel runs there, else -1
-  std::vector<char> inlined;  // per node: computed inside a fused kernel, not run on its own
-  std::vector<FusedStep> fused;
+  std::vector<runtime::Step> steps;
+  std::vector<int> last_use;  // per value: the last step that reads it (graph outputs: never freed)
+  runtime::MemoryPlan memory;
+  runtime::PlanStats plan;
+  std::vector<GeneratedKernel> generated;
   std::vector<codegen::cpu::CompiledKernel> libraries;  // keeps the generated code loaded
+  // Arenas of finished runs, reused by the next ones (each run holds its own while it runs).
+  mutable std::mutex arena_mutex;
+  mutable std::vector<std::shared_ptr<void>> arenas;
 };
 
 namespace {
 
-// The values a node position reads: its own inputs, a fused kernel's inputs, or nothing if inlined.
-std::vector<ValueId> step_inputs(const Session::Impl& s, size_t i) {
-  if (s.inlined[i]) return {};
-  if (s.fused_at[i] >= 0) return s.fused[size_t(s.fused_at[i])].group.inputs;
-  return s.graph.nodes[i].inputs;
+// A group a fusion pass found, with the source of its kernel.
+struct GeneratedGroup {
+  std::vector<NodeId> nodes;
+  std::vector<ValueId> inputs;
+  ValueId output = kNoValue;
+  std::vector<schedule::SymbolSource> symbols;
+  codegen::cpu::PointwiseSource source;
+  std::string label;
+};
+
+// Each kernel is named by its content, so identical groups (every layer's GELU) share one compile.
+GeneratedGroup pointwise_group(schedule::PointwiseGroup group) {
+  group.kernel.name = "pw";
+  std::string text = codegen::cpu::emit_pointwise_cpp(group.kernel).source.code;
+  group.kernel.name = fmt::format("pw_{:016x}", std::hash<std::string>{}(text));
+  return GeneratedGroup{group.nodes, group.inputs, group.output, group.symbols,
+                        codegen::cpu::emit_pointwise_cpp(group.kernel), "pointwise"};
 }
 
-std::vector<int> compute_last_use(const Session::Impl& s) {
+// Finds the groups of every fusion pass, compiles their kernels (through the kernel cache) and
+// returns them as steps.
+std::vector<runtime::Step> compile_generated(Session::Impl& s) {
   const Graph& g = s.graph;
-  std::vector<int> last(g.values.size(), -1);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ValueId v : step_inputs(s, i))
-      if (v != kNoValue) last[static_cast<size_t>(v)] = static_cast<int>(i);
-  for (ValueId v : g.outputs) last[static_cast<size_t>(v)] = static_cast<int>(g.nodes.size());
-  return last;
-}
+  std::vector<char> claimed(g.nodes.size(), 0);
+  std::vector<GeneratedGroup> groups;
+  for (auto& group : schedule::find_pointwise_groups(g, claimed)) groups.push_back(pointwise_group(std::move(group)));
 
-// Fuses pointwise chains and compiles them (through the kernel cache).
-void compile_fused(Session::Impl& s) {
-  std::vector<schedule::PointwiseGroup> groups = schedule::find_pointwise_groups(s.graph);
   std::vector<codegen::cpu::KernelSource> sources;
-  for (auto& group : groups) {
-    // Name each kernel by its content, so identical groups (every layer's GELU) share one compile.
-    group.kernel.name = "pw";
-    std::string text = codegen::cpu::emit_pointwise_cpp(group.kernel).source.code;
-    group.kernel.name = fmt::format("pw_{:016x}", std::hash<std::string>{}(text));
-    codegen::cpu::PointwiseSource src = codegen::cpu::emit_pointwise_cpp(group.kernel);
-    sources.push_back(src.source);
-    s.fused.push_back(FusedStep{std::move(group), src.symbols, nullptr});
-  }
-  if (sources.empty()) return;
-  s.libraries = codegen::cpu::compile_kernels(sources, s.options);
-  for (size_t k = 0; k < sources.size(); ++k) {  // --dump-dir: each source and its exact compile command
+  for (const auto& group : groups) sources.push_back(group.source.source);
+  if (!sources.empty()) s.libraries = codegen::cpu::compile_kernels(sources, s.options);
+  std::vector<runtime::Step> steps;
+  for (size_t k = 0; k < groups.size(); ++k) {  // --dump-dir: each source and its exact compile command
+    GeneratedGroup& group = groups[k];
     write_dump(s.options, "kernels/" + sources[k].name + ".cpp", sources[k].code);
     write_dump(s.options, "kernels/" + sources[k].name + ".cmd", s.libraries[k].command + "\n");
+    GeneratedKernel kernel{sources[k].name, group.inputs, group.output, group.symbols, group.source.symbols, nullptr};
+    kernel.fn = reinterpret_cast<codegen::cpu::PointwiseEntry*>(s.libraries[k].entry(sources[k].name));
+    runtime::Step step;
+    step.kind = runtime::StepKind::generated;
+    step.node = group.nodes.back();
+    step.nodes = group.nodes;
+    step.inputs = group.inputs;
+    step.outputs = {group.output};
+    step.index = static_cast<int>(s.generated.size());
+    step.label = group.label + " " + sources[k].name;
+    s.generated.push_back(std::move(kernel));
+    steps.push_back(std::move(step));
   }
-  for (size_t k = 0; k < s.fused.size(); ++k) {
-    FusedStep& f = s.fused[k];
-    f.fn = reinterpret_cast<codegen::cpu::PointwiseEntry*>(s.libraries[k].entry(f.group.kernel.name));
-    for (size_t j = 0; j + 1 < f.group.nodes.size(); ++j) s.inlined[size_t(f.group.nodes[j])] = 1;
-    s.fused_at[size_t(f.group.nodes.back())] = static_cast<int>(k);
-  }
+  return steps;
 }
 
-Tensor run_fused(const FusedStep& f, const Graph& g, const std::vector<const Tensor*>& ins, int64_t max_bytes) {
+// Runs a generated kernel into `out` (a planned buffer), or into a fresh tensor when `out` has no buffer.
+Tensor run_generated(const GeneratedKernel& f, const Graph& g, const std::vector<const Tensor*>& ins, Tensor out,
+                     int64_t max_bytes) {
   std::vector<int64_t> syms;
   std::map<std::string, int64_t> by_name;
-  for (size_t k = 0; k < f.group.symbols.size(); ++k) {
-    const auto& src = f.group.symbols[k];
+  for (size_t k = 0; k < f.symbols.size(); ++k) {
+    const auto& src = f.symbols[k];
     int64_t v = ins[size_t(src.input)]->dim(src.dim);
     syms.push_back(v);
-    by_name[f.symbols[k]] = v;
+    by_name[f.symbol_names[k]] = v;
   }
   auto size_of = [&](const Dim& d) { return d.is_static() ? d.value : by_name.at(d.symbol); };
   // The kernel indexes its inputs by these sizes: every input must have exactly them (two symbols
   // that inference assumed equal may not be at run time; reading past a buffer is never an option).
   for (size_t i = 0; i < ins.size(); ++i) {
-    const Shape& want = g.value(f.group.inputs[i]).type.shape;
+    const Shape& want = g.value(f.inputs[i]).type.shape;
     bool same = static_cast<size_t>(ins[i]->rank()) == want.size();
     for (size_t d = 0; same && d < want.size(); ++d) same = ins[i]->dim(static_cast<int>(d)) == size_of(want[d]);
     if (!same)
-      user_error("fused kernel '{}': input '{}' has shape {}, but the model's shapes say {}", f.group.kernel.name,
-                 g.value(f.group.inputs[i]).name, ins[i]->shape_string(), shape_string(want));
+      user_error("fused kernel '{}': input '{}' has shape {}, but the model's shapes say {}", f.name,
+                 g.value(f.inputs[i]).name, ins[i]->shape_string(), shape_string(want));
   }
-  const TensorType& out = g.value(f.group.output).type;
+  const TensorType& type = g.value(f.output).type;
   std::vector<int64_t> dims;
-  for (const Dim& d : out.shape) dims.push_back(size_of(d));
-  Tensor result = Tensor::empty(out.dtype, dims);
-  if (static_cast<int64_t>(result.nbytes()) > max_bytes)
-    user_error("fused kernel '{}': output of {} bytes exceeds max_tensor_bytes", f.group.kernel.name, result.nbytes());
+  for (const Dim& d : type.shape) dims.push_back(size_of(d));
+  if (!out.raw()) {
+    int64_t bytes = checked_mul(checked_numel(dims, f.name), static_cast<int64_t>(dtype_size(type.dtype)), f.name);
+    if (bytes > max_bytes) user_error("fused kernel '{}': output of {} bytes exceeds max_tensor_bytes", f.name, bytes);
+    out = Tensor::empty(type.dtype, dims);
+  }
+  KILN_INTERNAL_CHECK(out.shape() == dims, "fused kernel '{}': planned buffer {} for output of {}", f.name,
+                      out.shape_string(), shape_string(type.shape));
   std::vector<const void*> ptrs;
   for (const Tensor* t : ins) ptrs.push_back(t->raw());
-  f.fn(ptrs.data(), result.raw(), syms.data());
-  return result;
+  f.fn(ptrs.data(), out.raw(), syms.data());
+  return out;
 }
+
+// An arena for one run, taken from the session's pool and given back when the run ends.
+class ArenaLease {
+ public:
+  explicit ArenaLease(const Session::Impl& s) : s_(s) {
+    if (s.memory.arena_bytes == 0) return;
+    {
+      std::lock_guard lock(s.arena_mutex);
+      if (!s.arenas.empty()) {
+        arena_ = std::move(s.arenas.back());
+        s.arenas.pop_back();
+      }
+    }
+    if (!arena_) {
+      void* p = std::aligned_alloc(64, static_cast<size_t>(s.memory.arena_bytes));
+      if (!p) user_error("out of memory allocating a {}-byte arena", s.memory.arena_bytes);
+      arena_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+    }
+  }
+  ~ArenaLease() {
+    if (!arena_) return;
+    std::lock_guard lock(s_.arena_mutex);
+    s_.arenas.push_back(std::move(arena_));
+  }
+  ArenaLease(const ArenaLease&) = delete;
+  ArenaLease& operator=(const ArenaLease&) = delete;
+
+  // The planned buffer of `v` as a tensor, or an undefined tensor if `v` has none.
+  Tensor buffer(const Value& v, ValueId id) const {
+    int slot = s_.memory.slot_of[size_t(id)];
+    if (slot < 0) return Tensor();
+    char* base = static_cast<char*>(arena_.get()) + s_.memory.slot_offset[size_t(slot)];
+    return Tensor::wrap(v.type.dtype, static_dims(v.type.shape), arena_, base);
+  }
+
+ private:
+  const Session::Impl& s_;
+  std::shared_ptr<void> arena_;
+};
 
 TensorInfo info_of(const Value& v) {
   TensorInfo info{v.name, v.type.dtype, {}};
@@ -166,12 +229,31 @@ Session Session::from_graph(Graph graph, Mode mode, const Options& options,
   verify_graph(graph, "import");
   prepare_graph(graph, dims, options);
   if (mode == Mode::reference) widen_to_f64(graph, options);
+  if (mode == Mode::compiled) {  // ops the fusion passes do not know, rewritten into ones they do
+    lower::DecompositionTable decompositions;
+    lower::register_decompositions(decompositions);
+    if (lower::decompose(graph, decompositions) > 0) infer_shapes(graph, options);
+    dump_ir(graph, options, 2, "decompose");
+  }
   verify_graph(graph, "prepare");
   impl->graph = std::move(graph);
-  impl->fused_at.assign(impl->graph.nodes.size(), -1);
-  impl->inlined.assign(impl->graph.nodes.size(), 0);
-  if (mode == Mode::compiled) compile_fused(*impl);
-  impl->last_use = compute_last_use(*impl);
+  const Graph& g = impl->graph;
+  std::vector<runtime::Step> fused;
+  if (mode == Mode::compiled) fused = compile_generated(*impl);
+  std::vector<int> step_of_node;
+  impl->steps = runtime::make_steps(g, std::move(fused), step_of_node);
+  impl->last_use = runtime::last_uses(g, impl->steps);
+  impl->memory = runtime::plan_memory(g, impl->steps);
+  impl->plan = runtime::plan_stats(g, impl->steps, impl->memory);
+  if (options.debug_on("fusion") || !options.dump_dir.empty()) {
+    std::string text = runtime::plan_text(g, impl->steps, impl->memory);
+    text += fmt::format("# {} ops, {} kernels ({} generated, {} library), {} views; {} buffers in a {}-byte arena "
+                        "for {} planned bytes; {} bytes moved\n",
+                        g.nodes.size(), impl->plan.kernels, impl->plan.generated, impl->plan.library, impl->plan.views,
+                        impl->plan.buffers, impl->plan.arena_bytes, impl->plan.planned_bytes, impl->plan.bytes_moved);
+    if (options.debug_on("fusion")) std::fprintf(stderr, "# plan\n%s", text.c_str());
+    write_dump(options, "03_plan.txt", text);
+  }
   return Session(std::move(impl));
 }
 
@@ -187,10 +269,16 @@ std::vector<TensorInfo> Session::outputs() const {
 }
 Mode Session::mode() const { return impl_->mode; }
 RunStats Session::stats() const {
+  const runtime::PlanStats& p = impl_->plan;
   RunStats r;
   r.ops = static_cast<int>(impl_->graph.nodes.size());
-  r.fused_kernels = static_cast<int>(impl_->fused.size());
-  for (char in : impl_->inlined) r.kernels += in ? 0 : 1;
+  r.kernels = p.kernels;
+  r.fused_kernels = p.generated;
+  r.library_kernels = p.library;
+  r.views = p.views;
+  r.buffers = p.buffers;
+  r.arena_bytes = p.arena_bytes;
+  r.bytes_moved = p.bytes_moved;
   return r;
 }
 const Graph& Session::graph() const { return impl_->graph; }
@@ -227,12 +315,13 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   const bool timed = impl_->options.debug_on("ops");
   std::vector<double> op_ms(timed ? kNumOps : 0, 0.0);
   std::vector<int> op_count(timed ? kNumOps : 0, 0);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (impl_->inlined[i]) continue;
-    const Node& n = g.nodes[i];
-    const FusedStep* fused = impl_->fused_at[i] >= 0 ? &impl_->fused[size_t(impl_->fused_at[i])] : nullptr;
+  ArenaLease arena(*impl_);
+  std::vector<Tensor> planned;
+  for (size_t i = 0; i < impl_->steps.size(); ++i) {
+    const runtime::Step& step = impl_->steps[i];
+    const Node& n = g.nodes[size_t(step.node)];
     ins.clear();
-    for (ValueId v : fused ? fused->group.inputs : n.inputs) {
+    for (ValueId v : step.inputs) {
       if (v == kNoValue) ins.push_back(nullptr);
       else if (g.value(v).constant) ins.push_back(g.value(v).constant.get());
       else {
@@ -241,21 +330,25 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
         ins.push_back(&slots[static_cast<size_t>(v)]);
       }
     }
+    planned.clear();
+    for (ValueId v : step.outputs) planned.push_back(v == kNoValue ? Tensor() : arena.buffer(g.value(v), v));
     auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     std::vector<Tensor> outs;
-    if (fused) outs.push_back(run_fused(*fused, g, ins, run.max_tensor_bytes));
-    else outs = run_node(n, ins, run);
+    if (step.kind == runtime::StepKind::generated)
+      outs.push_back(run_generated(impl_->generated[size_t(step.index)], g, ins, planned[0], run.max_tensor_bytes));
+    else
+      outs = run_node(n, ins, run, &planned);
     if (timed) {
       op_ms[static_cast<size_t>(n.op)] +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       op_count[static_cast<size_t>(n.op)]++;
     }
-    for (size_t k = 0; k < n.outputs.size(); ++k)
-      if (n.outputs[k] != kNoValue) {
-        slots[static_cast<size_t>(n.outputs[k])] = std::move(outs[k]);
-        present[static_cast<size_t>(n.outputs[k])] = 1;
+    for (size_t k = 0; k < step.outputs.size(); ++k)
+      if (step.outputs[k] != kNoValue) {
+        slots[static_cast<size_t>(step.outputs[k])] = std::move(outs[k]);
+        present[static_cast<size_t>(step.outputs[k])] = 1;
       }
-    for (ValueId v : fused ? fused->group.inputs : n.inputs)  // free what nobody reads any more
+    for (ValueId v : step.inputs)  // drop what nobody reads any more
       if (v != kNoValue && impl_->last_use[static_cast<size_t>(v)] == static_cast<int>(i))
         slots[static_cast<size_t>(v)] = Tensor();
   }

@@ -1,6 +1,7 @@
-// Vertical fusion of pointwise chains: a node whose only use is an elementwise consumer of the same
-// output shape is inlined into that consumer; each group of two or more nodes becomes one generated
-// kernel (loops::PointwiseKernel). Everything else stays a node run by its eager kernel.
+// Vertical fusion of pointwise chains: a node whose uses are all elementwise consumers of the same
+// output shape (or Transposes) in one group is inlined into that group; each group of two or more
+// nodes becomes one generated kernel (loops::PointwiseKernel), reading transposed and broadcast
+// operands by index. Everything else stays a node run by its eager kernel.
 #pragma once
 #include <string>
 #include <vector>
@@ -24,7 +25,9 @@ struct PointwiseGroup {
 };
 
 // Groups of two or more fusible nodes, in topological order of their outputs. A node belongs to at
-// most one group. Graph outputs and values with other uses are never inlined.
-std::vector<PointwiseGroup> find_pointwise_groups(const Graph& g);
+// most one group; nodes with claimed[id] != 0 (taken by another pass) are never used. A value is
+// inlined only when every use is inside its group, reads it once per element and it is no graph
+// output.
+std::vector<PointwiseGroup> find_pointwise_groups(const Graph& g, const std::vector<char>& claimed = {});
 
 }  // namespace kiln::schedule

@@ -37,17 +37,65 @@ Graph gelu_graph() {
   return b.build();
 }
 
-TEST(FusePointwise, GeluChainIsOneGroupWithSharedOperandKept) {
+TEST(FusePointwise, BiasGeluIsOneGroupWithTheSharedOperandInside) {
   Graph g = gelu_graph();
   infer_shapes(g, Options{});
   auto groups = schedule::find_pointwise_groups(g);
   ASSERT_EQ(groups.size(), 1u);
-  // The Add's output is used twice (by Div and by Mul): it stays outside as its own node; the group
-  // is Div, Erf, Add, Mul, Mul reading v.
-  EXPECT_EQ(groups[0].nodes.size(), 5u);
+  // The bias Add's output is used twice (by Div and by Mul), both inside the group: it is computed
+  // in the kernel. Relu(x) makes another output and stays a node.
+  EXPECT_EQ(groups[0].nodes.size(), 6u);
   EXPECT_EQ(g.value(groups[0].output).name, "y");
-  ASSERT_EQ(groups[0].inputs.size(), 1u);
+  ASSERT_EQ(groups[0].inputs.size(), 2u);   // x and the bias
   ASSERT_EQ(groups[0].symbols.size(), 1u);  // n, read from the input at run time
+}
+
+TEST(FusePointwise, AValueUsedOutsideTheGroupStaysANode) {
+  GraphBuilder b("shared");
+  ValueId x = b.input("x", DType::f32, {3, 5});
+  ValueId e = b.op(OpKind::Exp, {x});
+  b.output(b.op(OpKind::Neg, {b.op(OpKind::Tanh, {e})}), "y");
+  b.output(b.op(OpKind::Relu, {b.op(OpKind::Neg, {e})}), "z");  // a second group reads e too
+  Graph g = b.build();
+  infer_shapes(g, Options{});
+  auto groups = schedule::find_pointwise_groups(g);
+  ASSERT_EQ(groups.size(), 2u);
+  for (const auto& group : groups) {
+    EXPECT_EQ(group.nodes.size(), 2u);
+    ASSERT_EQ(group.inputs.size(), 1u);
+    EXPECT_EQ(group.inputs[0], e);
+  }
+}
+
+// Attention's head split: [s, h*d] -> Reshape [s, h, d] -> Transpose [h, s, d] -> Mul by a scale.
+// The Transpose and the Mul become one kernel that reads the reshaped buffer through the permutation.
+Graph head_split_graph() {
+  GraphBuilder b("heads");
+  ValueId x = b.input("x", DType::f32, Shape{Dim::sym("s"), Dim::fixed(12)});
+  ValueId r = b.op(OpKind::Reshape, {x, b.ints({0, 3, 4})});
+  ValueId t = b.op(OpKind::Transpose, {r}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  b.output(b.op(OpKind::Sigmoid, {b.op(OpKind::Mul, {t, b.scalar(DType::f32, 0.125)})}), "y");
+  return b.build();
+}
+
+TEST(FusePointwise, TransposeJoinsItsConsumersAndMatchesEager) {
+  Graph g = head_split_graph();
+  infer_shapes(g, Options{});
+  auto groups = schedule::find_pointwise_groups(g);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].nodes.size(), 3u);  // Transpose, Mul, Sigmoid (the Reshape is a view)
+  Options o = test_options();
+  Session eager = Session::from_graph(head_split_graph(), Mode::eager, o, {});
+  Session compiled = Session::from_graph(head_split_graph(), Mode::compiled, o, {});
+  for (int64_t s : {1, 7, 300}) {
+    std::vector<double> vals(static_cast<size_t>(s * 12));
+    for (size_t i = 0; i < vals.size(); ++i) vals[i] = std::cos(double(i) * 0.7) * 9.0;
+    vals[1] = NAN, vals[2] = -INFINITY;
+    std::map<std::string, Tensor> in{{"x", Tensor::from_vector<double>(DType::f32, {s, 12}, vals)}};
+    CloseResult r = all_close(compiled.run(in).at("y"), eager.run(in).at("y"), 1e-6, 1e-6);
+    EXPECT_TRUE(r.ok) << "s=" << s << ": " << r.reason;
+  }
+  std::filesystem::remove_all(o.cache_dir);
 }
 
 TEST(FusePointwise, CompiledMatchesEagerAtTwoSizesWithOneCompile) {

@@ -1,0 +1,111 @@
+// The execution plan: which steps run, which buffers intermediates share, and that runs that reuse a
+// session's arenas (one after another, and from several threads at once) give the same results.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "ir/graph.h"
+#include "kiln/builder.h"
+#include "kiln/session.h"
+#include "passes/passes.h"
+#include "runtime/compare.h"
+#include "runtime/plan.h"
+
+namespace kiln {
+namespace {
+
+// x -> Exp -> a -> Neg -> b -> Tanh -> c -> Reshape (view) -> d -> Sigmoid -> y, all eager nodes.
+Graph chain_graph() {
+  GraphBuilder b("chain");
+  ValueId x = b.input("x", DType::f32, {4, 6});
+  ValueId a = b.op(OpKind::Exp, {x});
+  ValueId bb = b.op(OpKind::Neg, {a});
+  ValueId c = b.op(OpKind::Tanh, {bb});
+  ValueId d = b.op(OpKind::Reshape, {c, b.ints({24})});
+  b.output(b.op(OpKind::Sigmoid, {d}), "y");
+  return b.build();
+}
+
+struct Planned {
+  Graph g;
+  std::vector<runtime::Step> steps;
+  runtime::MemoryPlan memory;
+};
+
+Planned plan(Graph g) {
+  infer_shapes(g, Options{});
+  Planned p;
+  std::vector<int> step_of_node;
+  p.steps = runtime::make_steps(g, {}, step_of_node);
+  p.memory = runtime::plan_memory(g, p.steps);
+  p.g = std::move(g);
+  return p;
+}
+
+ValueId node_output(const Graph& g, size_t node) { return g.nodes[node].outputs[0]; }
+
+TEST(Plan, DeadBuffersAreReusedAndViewsShareTheirInput) {
+  Planned p = plan(chain_graph());
+  const Graph& g = p.g;
+  ASSERT_EQ(p.steps.size(), 5u);
+  EXPECT_EQ(p.steps[3].kind, runtime::StepKind::view);
+  ValueId a = node_output(g, 0), b = node_output(g, 1), c = node_output(g, 2), d = node_output(g, 3);
+  ValueId y = node_output(g, 4);
+  // a dies when Neg has run, so Tanh's c takes a's slot; b and c are live together.
+  EXPECT_GE(p.memory.slot_of[size_t(a)], 0);
+  EXPECT_EQ(p.memory.slot_of[size_t(c)], p.memory.slot_of[size_t(a)]);
+  EXPECT_NE(p.memory.slot_of[size_t(b)], p.memory.slot_of[size_t(c)]);
+  EXPECT_EQ(p.memory.slot_of[size_t(d)], -1);  // a view: it reads c's buffer
+  EXPECT_EQ(p.memory.slot_of[size_t(y)], -1);  // a graph output leaves the run: never planned
+  EXPECT_EQ(p.memory.slot_bytes.size(), 2u);
+  EXPECT_EQ(p.memory.planned_bytes, 3 * 24 * 4);
+  runtime::PlanStats st = runtime::plan_stats(g, p.steps, p.memory);
+  EXPECT_EQ(st.kernels, 4);
+  EXPECT_EQ(st.views, 1);
+  EXPECT_EQ(st.bytes_moved, 8 * 24 * 4);  // 4 kernels, each reads and writes 96 bytes
+}
+
+TEST(Plan, AValueWhoseViewIsAGraphOutputIsNotPlanned) {
+  GraphBuilder b("escape");
+  ValueId x = b.input("x", DType::f32, {2, 3});
+  ValueId e = b.op(OpKind::Exp, {x});
+  b.output(b.op(OpKind::Flatten, {e}), "flat");
+  b.output(b.op(OpKind::Neg, {e}), "neg");
+  Planned p = plan(b.build());
+  EXPECT_EQ(p.memory.slot_of[size_t(node_output(p.g, 0))], -1);
+  EXPECT_EQ(p.memory.arena_bytes, 0);
+}
+
+TEST(Plan, SymbolicSizesAreAllocatedAtRunTime) {
+  GraphBuilder b("sym");
+  ValueId x = b.input("x", DType::f32, Shape{Dim::sym("n"), Dim::fixed(3)});
+  b.output(b.op(OpKind::Neg, {b.op(OpKind::Exp, {x})}), "y");
+  Planned p = plan(b.build());
+  EXPECT_EQ(p.memory.slot_of[size_t(node_output(p.g, 0))], -1);
+  EXPECT_EQ(runtime::plan_stats(p.g, p.steps, p.memory).bytes_moved, -1);
+}
+
+TEST(Plan, RunsThatReuseArenasGiveTheSameResultsAlsoFromManyThreads) {
+  Session s = Session::from_graph(chain_graph(), Mode::eager, Options{}, {});
+  EXPECT_EQ(s.stats().buffers, 2);
+  auto input = [](double shift) {
+    std::vector<double> v(24);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) + shift);
+    return std::map<std::string, Tensor>{{"x", Tensor::from_vector<double>(DType::f32, {4, 6}, v)}};
+  };
+  std::vector<Tensor> want;
+  for (int k = 0; k < 8; ++k) want.push_back(s.run(input(k)).at("y").clone());
+  std::vector<std::thread> threads;
+  std::vector<int> bad(8, 0);
+  for (int k = 0; k < 8; ++k)
+    threads.emplace_back([&, k] {
+      for (int rep = 0; rep < 50; ++rep)
+        if (!all_close(s.run(input(k)).at("y"), want[size_t(k)], 0, 0).ok) bad[size_t(k)]++;
+    });
+  for (auto& t : threads) t.join();
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(bad[size_t(k)], 0) << "thread " << k;
+}
+
+}  // namespace
+}  // namespace kiln
