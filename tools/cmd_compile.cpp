@@ -25,9 +25,11 @@ int run(const CompileArgs& a, Options options) {
   Session session = Session::from_graph(std::move(graph), Mode::compiled, options, dims);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   RunStats s = session.stats();
-  std::printf("compiled %s in %.1f ms: %d ops, %d kernels per run (%d generated)%s%s\n", a.model.c_str(), ms, s.ops,
-              s.kernels, s.fused_kernels, options.dump_dir.empty() ? "" : "; dumps in ",
-              options.dump_dir.c_str());
+  std::printf("compiled %s in %.1f ms: %d ops, %d kernels per run (%d generated, %d library), %d buffers (%lld "
+              "bytes), %lld bytes moved%s%s\n",
+              a.model.c_str(), ms, s.ops, s.kernels, s.fused_kernels, s.library_kernels, s.buffers,
+              static_cast<long long>(s.arena_bytes), static_cast<long long>(s.bytes_moved),
+              options.dump_dir.empty() ? "" : "; dumps in ", options.dump_dir.c_str());
   return 0;
 }
 

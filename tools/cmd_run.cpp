@@ -21,7 +21,7 @@ namespace {
 
 struct RunArgs {
   std::string model;
-  std::string mode = "eager";
+  std::string mode = "compiled";
   std::vector<std::string> inputs, dims;
   uint64_t seed = 0;
   std::string output_dir, save_inputs, dump_dir;
@@ -121,7 +121,13 @@ int run(const RunArgs& a, Options options) {
     j["prepare_ms"] = prepare_ms;
     j["ops"] = session.stats().ops;
     j["kernels"] = session.stats().kernels;
-    j["fused_kernels"] = session.stats().fused_kernels;
+    RunStats st = session.stats();
+    j["fused_kernels"] = st.fused_kernels;
+    j["library_kernels"] = st.library_kernels;
+    j["views"] = st.views;
+    j["buffers"] = st.buffers;
+    j["arena_bytes"] = st.arena_bytes;
+    j["bytes_moved"] = st.bytes_moved;
     j["outputs"] = nlohmann::json::array();
     for (const auto& info : session.outputs()) {
       const Tensor& t = outputs.at(info.name);
@@ -132,9 +138,10 @@ int run(const RunArgs& a, Options options) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("model: %s\nmode: %s, threads: %d, ops: %d, kernels per run: %d (%d generated), prepared in %.1f ms\n",
+  std::printf("model: %s\nmode: %s, threads: %d, ops: %d, kernels per run: %d (%d generated, %d library), "
+              "prepared in %.1f ms\n",
               model_name.c_str(), mode_name(mode), omp_get_max_threads(), session.stats().ops,
-              session.stats().kernels, session.stats().fused_kernels, prepare_ms);
+              session.stats().kernels, session.stats().fused_kernels, session.stats().library_kernels, prepare_ms);
   for (const auto& info : session.outputs()) {
     const Tensor& t = outputs.at(info.name);
     std::printf("output %s: %s%s%s\n", info.name.c_str(), std::string(dtype_name(t.dtype())).c_str(),
@@ -151,7 +158,7 @@ Command add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "run a model (default: a small bundled transformer)");
   cmd->add_option("model", args->model, "an .onnx file");
-  cmd->add_option("--mode", args->mode, "eager (default), reference (fp64 oracle) or compiled (experimental: fused pointwise chains)");
+  cmd->add_option("--mode", args->mode, "compiled (default: fused generated kernels and library calls), eager (one kernel per op) or reference (the fp64 oracle)");
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy or NAME=FILE.pb (repeatable)");
   cmd->add_option("--dim", args->dims, "SYMBOL=SIZE for a symbolic dimension (repeatable)");
   cmd->add_option("--seed", args->seed, "seed for generated inputs");

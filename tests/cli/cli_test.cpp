@@ -46,9 +46,13 @@ TEST(Cli, JsonHasModeLatencyAndOutputs) {
   Result r = kiln("run --json --iters 3 --dim seq=8");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["mode"], "eager");
+  EXPECT_EQ(j["mode"], "compiled");  // the default
   EXPECT_GT(j["latency_ms"].get<double>(), 0.0);
   EXPECT_GT(j["ops"].get<int>(), 10);
+  EXPECT_LT(j["kernels"].get<int>(), j["ops"].get<int>());
+  EXPECT_GT(j["fused_kernels"].get<int>(), 0);
+  EXPECT_GT(j["buffers"].get<int>(), 0);
+  EXPECT_GT(j["bytes_moved"].get<int64_t>(), 0);
   ASSERT_EQ(j["outputs"].size(), 1u);
   EXPECT_EQ(j["outputs"][0]["name"], "logits");
   EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json({1, 8, 1000}));
