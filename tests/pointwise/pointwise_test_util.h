@@ -32,6 +32,7 @@ class TempCache {
   }
   TempCache(const TempCache&) = delete;
   TempCache& operator=(const TempCache&) = delete;
+  const fs::path& root() const { return root_; }
   Options options() const {
     Options o;
     o.cache_dir = (root_ / "cache").string();

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "codegen/cpu/toolchain.h"
+#include "codegen/cpu/vector_math.h"
 #include "loops/index_layout.h"
 #include "support/error.h"
 
@@ -23,8 +24,8 @@ namespace {
 
 // Scalar helpers of every pointwise kernel (values are computed for every element, so a helper must
 // not trap or be undefined on any input). Max and Min return NaN if either side is NaN (std::fmax
-// would return the other side); Sigmoid takes exp of a non-positive number only, so it never
-// overflows to inf/inf.
+// would return the other side). exp, log, erf, tanh and sigmoid come from vector_math_prelude()
+// (std::exp and friends would stay scalar libm calls and keep the loop from vectorising).
 constexpr std::string_view kScalarPrelude = R"(#include <cmath>
 #include <limits>
 #include <type_traits>
@@ -42,11 +43,6 @@ template <class T> static inline T kiln_int_div(T a, T b) { return b == 0 ? T(0)
 template <class T, class F> static inline T kiln_float_to_int(F x) {
   constexpr F lo = F(std::numeric_limits<T>::min());  // -2^k, exact in F
   return (x >= lo && x < -lo) ? T(x) : std::numeric_limits<T>::min();
-}
-template <class T> static inline T kiln_sigmoid(T x) {
-  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-  T e = std::exp(x);
-  return e / (T(1) + e);
 }
 )";
 
@@ -147,15 +143,15 @@ class BodyEmitter {
     switch (op) {
       case UnaryOp::Neg: return is_float(t) ? "(-" + x + ")" : fmt::format("kiln_wrap_neg({})", x);
       case UnaryOp::Abs: return is_float(t) ? "std::fabs(" + x + ")" : fmt::format("({0} < 0 ? kiln_wrap_neg({0}) : {0})", x);
-      case UnaryOp::Exp: return "std::exp(" + x + ")";
-      case UnaryOp::Log: return "std::log(" + x + ")";
+      case UnaryOp::Exp: return "kiln_exp(" + x + ")";
+      case UnaryOp::Log: return "kiln_log(" + x + ")";
       case UnaryOp::Sqrt: return "std::sqrt(" + x + ")";
       case UnaryOp::Reciprocal: return fmt::format("({} / {})", literal(1.0, t), x);
       // NaN < 0 is false, so NaN passes through (ONNX Relu = max(x, 0) propagates NaN).
       case UnaryOp::Relu: return fmt::format("({0} < {1} ? {1} : {0})", x, zero);
       case UnaryOp::Sigmoid: return "kiln_sigmoid(" + x + ")";
-      case UnaryOp::Tanh: return "std::tanh(" + x + ")";
-      case UnaryOp::Erf: return "std::erf(" + x + ")";
+      case UnaryOp::Tanh: return "kiln_tanh(" + x + ")";
+      case UnaryOp::Erf: return "kiln_erf(" + x + ")";
       case UnaryOp::IsNaN: return fmt::format("({0} != {0})", x);
       case UnaryOp::Not: return "(!" + x + ")";
     }
@@ -236,6 +232,7 @@ PointwiseSource emit_pointwise_cpp(const loops::PointwiseKernel& k, const Pointw
   for (size_t j = 0; j < syms.size(); ++j) code += fmt::format("// syms[{}] = {}\n", j, syms[j].name());
   code += loops::cpp_index_prelude();
   code += kScalarPrelude;
+  code += vector_math_prelude();
   code += fmt::format("\nKILN_EXPORT void {}(const void* const* inputs, void* output, const int64_t* syms) {{\n", k.name);
   if (std::any_of(sizes.begin(), sizes.end(), [](const Expr& d) { return d.is_const(0); })) {
     // A dimension of constant size 0: no elements (and delinearising by a zero stride is undefined).
