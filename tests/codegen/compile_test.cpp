@@ -212,7 +212,7 @@ TEST(CompileKernels, FlagsAreExplicitAndNeverFastMath) {
   Options o;
   o.cxx = "/usr/bin/c++";
   std::string cmd = compile_command(o, CpuFeatures::avx2_tier(), "/tmp/my dir/k.cpp", "/tmp/out.so");
-  EXPECT_EQ(cmd, "/usr/bin/c++ -O3 -std=c++20 -fPIC -shared -fopenmp -fno-fast-math -fvisibility=hidden "
+  EXPECT_EQ(cmd, "/usr/bin/c++ -O3 -std=c++20 -fPIC -shared -fopenmp -fno-fast-math -fno-math-errno -fvisibility=hidden "
                  "-mavx2 -mfma '/tmp/my dir/k.cpp' -o /tmp/out.so");
   EXPECT_EQ(to_string(CpuFeatures::baseline()), "baseline");
   EXPECT_EQ(to_string(CpuFeatures::avx2_tier()), "avx2,fma");

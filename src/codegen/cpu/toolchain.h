@@ -22,8 +22,8 @@ void check_compiler_name(std::string_view cxx);
 // cannot be run is a user error.
 std::string compiler_identity(const std::string& cxx);
 
-// Every flag but the files: -O3 -std=c++20 -fPIC -shared -fopenmp -fno-fast-math -fvisibility=hidden,
-// then the ISA flags for `features`. Never -march=native, never -ffast-math.
+// Every flag but the files: -O3 -std=c++20 -fPIC -shared -fopenmp -fno-fast-math -fno-math-errno
+// -fvisibility=hidden, then the ISA flags for `features`. Never -march=native, never -ffast-math.
 std::vector<std::string> compile_flags(const CpuFeatures& features);
 
 // The argv that compiles `source_path` into the shared object `output_path`.
