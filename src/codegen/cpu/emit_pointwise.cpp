@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "codegen/cpu/scalar_cpp.h"
 #include "codegen/cpu/toolchain.h"
 #include "codegen/cpu/vector_math.h"
 #include "loops/index_layout.h"
@@ -21,69 +22,6 @@ using loops::ScalarKind;
 using loops::UnaryOp;
 
 namespace {
-
-// Scalar helpers of every pointwise kernel (values are computed for every element, so a helper must
-// not trap or be undefined on any input). Max and Min return NaN if either side is NaN (std::fmax
-// would return the other side). exp, log, erf, tanh and sigmoid come from vector_math_prelude()
-// (std::exp and friends would stay scalar libm calls and keep the loop from vectorising).
-constexpr std::string_view kScalarPrelude = R"(#include <cmath>
-#include <limits>
-#include <type_traits>
-template <class T> static inline T kiln_max_nan(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
-template <class T> static inline T kiln_min_nan(T a, T b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
-template <class T> using kiln_unsigned = std::make_unsigned_t<T>;
-template <class T> static inline T kiln_wrap_add(T a, T b) { return T(kiln_unsigned<T>(a) + kiln_unsigned<T>(b)); }
-template <class T> static inline T kiln_wrap_sub(T a, T b) { return T(kiln_unsigned<T>(a) - kiln_unsigned<T>(b)); }
-template <class T> static inline T kiln_wrap_mul(T a, T b) { return T(kiln_unsigned<T>(a) * kiln_unsigned<T>(b)); }
-template <class T> static inline T kiln_wrap_neg(T a) { return T(kiln_unsigned<T>(0) - kiln_unsigned<T>(a)); }
-// Truncating, like ONNX; x / 0 (undefined there) is 0 here, so that a Where branch that is computed
-// but not selected cannot trap, and MIN / -1 wraps.
-template <class T> static inline T kiln_int_div(T a, T b) { return b == 0 ? T(0) : b == T(-1) ? kiln_wrap_neg(a) : T(a / b); }
-// Float to integer; NaN and out-of-range values (undefined in C++) give the minimum, as x86 does.
-template <class T, class F> static inline T kiln_float_to_int(F x) {
-  constexpr F lo = F(std::numeric_limits<T>::min());  // -2^k, exact in F
-  return (x >= lo && x < -lo) ? T(x) : std::numeric_limits<T>::min();
-}
-)";
-
-std::string c_type(DType t) {
-  switch (t) {
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-    case DType::i32: return "int32_t";
-    case DType::i64: return "int64_t";
-    case DType::boolean: return "bool";
-    default: internal_error("pointwise kernels do not handle dtype {}", dtype_name(t));
-  }
-}
-
-// Exact, locale-independent: hex floats for finite values, builtins for NaN and infinities.
-std::string float_literal(double v, bool is_f32) {
-  const char* suffix = is_f32 ? "f" : "";
-  if (std::isnan(v)) return is_f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
-  if (std::isinf(v)) return std::string(v < 0 ? "(-" : "(") + (is_f32 ? "__builtin_inff()" : "__builtin_inf()") + ")";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::hex);
-  KILN_INTERNAL_CHECK(res.ec == std::errc(), "cannot print constant {}", v);
-  std::string digits(buf, res.ptr);
-  if (std::signbit(v)) return "(-0x" + digits + suffix + ")";
-  return "0x" + digits + suffix;
-}
-
-std::string literal(double v, DType t) {
-  switch (t) {
-    case DType::f32: return float_literal(v, true);
-    case DType::f64: return float_literal(v, false);
-    case DType::boolean: return v != 0 ? "true" : "false";
-    case DType::i32:
-      if (v == -2147483648.0) return "(-2147483647 - 1)";
-      return fmt::format("int32_t{{{}}}", static_cast<int64_t>(v));
-    case DType::i64:
-      if (v == -9223372036854775808.0) return "(-INT64_C(9223372036854775807) - 1)";
-      return fmt::format("INT64_C({})", static_cast<int64_t>(v));
-    default: internal_error("pointwise kernels do not handle dtype {}", dtype_name(t));
-  }
-}
 
 class BodyEmitter {
  public:
@@ -124,60 +62,8 @@ class BodyEmitter {
 
  private:
   std::string expression(const ScalarExpr& e, const std::vector<std::string>& a) {
-    switch (e.kind()) {
-      case ScalarKind::Load: return fmt::format("in{}[{}]", e.input(), index(e.index()));
-      case ScalarKind::Unary: return unary(e.unary_op(), e.operands()[0].dtype(), a[0]);
-      case ScalarKind::Binary: return binary(e.binary_op(), e.operands()[0].dtype(), a[0], a[1]);
-      case ScalarKind::Where: return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
-      case ScalarKind::Cast:
-        if (is_float(e.operands()[0].dtype()) && is_integer(e.dtype()))
-          return fmt::format("kiln_float_to_int<{}>({})", c_type(e.dtype()), a[0]);
-        return fmt::format("static_cast<{}>({})", c_type(e.dtype()), a[0]);
-      case ScalarKind::Constant: break;
-    }
-    internal_error("pointwise emitter: unexpected scalar node");
-  }
-
-  static std::string unary(UnaryOp op, DType t, const std::string& x) {
-    std::string zero = literal(0.0, t);
-    switch (op) {
-      case UnaryOp::Neg: return is_float(t) ? "(-" + x + ")" : fmt::format("kiln_wrap_neg({})", x);
-      case UnaryOp::Abs: return is_float(t) ? "std::fabs(" + x + ")" : fmt::format("({0} < 0 ? kiln_wrap_neg({0}) : {0})", x);
-      case UnaryOp::Exp: return "kiln_exp(" + x + ")";
-      case UnaryOp::Log: return "kiln_log(" + x + ")";
-      case UnaryOp::Sqrt: return "std::sqrt(" + x + ")";
-      case UnaryOp::Reciprocal: return fmt::format("({} / {})", literal(1.0, t), x);
-      // NaN < 0 is false, so NaN passes through (ONNX Relu = max(x, 0) propagates NaN).
-      case UnaryOp::Relu: return fmt::format("({0} < {1} ? {1} : {0})", x, zero);
-      case UnaryOp::Sigmoid: return "kiln_sigmoid(" + x + ")";
-      case UnaryOp::Tanh: return "kiln_tanh(" + x + ")";
-      case UnaryOp::Erf: return "kiln_erf(" + x + ")";
-      case UnaryOp::IsNaN: return fmt::format("({0} != {0})", x);
-      case UnaryOp::Not: return "(!" + x + ")";
-    }
-    internal_error("pointwise emitter: unknown unary op");
-  }
-
-  // Integer arithmetic wraps (through unsigned types: signed overflow would be undefined in C++).
-  static std::string binary(BinaryOp op, DType t, const std::string& a, const std::string& b) {
-    auto infix = [&](const char* sym) { return fmt::format("({} {} {})", a, sym, b); };
-    auto integer = [&](const char* helper) { return fmt::format("{}({}, {})", helper, a, b); };
-    bool fp = is_float(t);
-    switch (op) {
-      case BinaryOp::Add: return fp ? infix("+") : integer("kiln_wrap_add");
-      case BinaryOp::Sub: return fp ? infix("-") : integer("kiln_wrap_sub");
-      case BinaryOp::Mul: return fp ? infix("*") : integer("kiln_wrap_mul");
-      case BinaryOp::Div: return fp ? infix("/") : integer("kiln_int_div");
-      case BinaryOp::Pow: return fmt::format("std::pow({}, {})", a, b);
-      case BinaryOp::Max: return fmt::format("kiln_max_nan({}, {})", a, b);
-      case BinaryOp::Min: return fmt::format("kiln_min_nan({}, {})", a, b);
-      case BinaryOp::Equal: return infix("==");
-      case BinaryOp::Less: return infix("<");
-      case BinaryOp::Greater: return infix(">");
-      case BinaryOp::And: return infix("&&");
-      case BinaryOp::Or: return infix("||");
-    }
-    internal_error("pointwise emitter: unknown binary op");
+    if (e.kind() == ScalarKind::Load) return load_cpp(e.input(), e.dtype(), index(e.index()));
+    return operation_cpp(e, a);
   }
 
   const loops::CppPrintOptions& print_;
@@ -231,7 +117,7 @@ PointwiseSource emit_pointwise_cpp(const loops::PointwiseKernel& k, const Pointw
   code += fmt::format("// Pointwise kernel '{}', generated by kiln.\n", k.name);
   for (size_t j = 0; j < syms.size(); ++j) code += fmt::format("// syms[{}] = {}\n", j, syms[j].name());
   code += loops::cpp_index_prelude();
-  code += kScalarPrelude;
+  code += scalar_prelude();
   code += vector_math_prelude();
   code += fmt::format("\nKILN_EXPORT void {}(const void* const* inputs, void* output, const int64_t* syms) {{\n", k.name);
   if (std::any_of(sizes.begin(), sizes.end(), [](const Expr& d) { return d.is_const(0); })) {
@@ -245,7 +131,8 @@ PointwiseSource emit_pointwise_cpp(const loops::PointwiseKernel& k, const Pointw
   std::set<int> used;
   collect_inputs(k.body, used);
   for (int i : used) {
-    std::string t = c_type(k.inputs[static_cast<size_t>(i)].dtype);
+    DType dt = k.inputs[static_cast<size_t>(i)].dtype;
+    std::string t = dt == DType::boolean ? "uint8_t" : c_type(dt);  // bool read as bytes: see load_cpp
     code += fmt::format("  const {0}* __restrict in{1} = static_cast<const {0}*>(inputs[{1}]);\n", t, i);
   }
   if (used.empty()) code += "  (void)inputs;\n";

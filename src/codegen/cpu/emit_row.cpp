@@ -7,6 +7,7 @@
 #include <set>
 
 #include "codegen/cpu/emit_row_body.h"
+#include "codegen/cpu/scalar_cpp.h"
 #include "codegen/cpu/toolchain.h"
 #include "codegen/cpu/vector_math.h"
 #include "loops/index_layout.h"
@@ -38,9 +39,9 @@ std::string step_name(RowReduceKind k) {
 
 std::string init_value(RowReduceKind k, DType t) {
   switch (k) {
-    case RowReduceKind::Sum: return row_literal(0.0, t);
-    case RowReduceKind::Max: return row_literal(-INFINITY, t);
-    case RowReduceKind::Min: return row_literal(INFINITY, t);
+    case RowReduceKind::Sum: return literal(0.0, t);
+    case RowReduceKind::Max: return literal(-INFINITY, t);
+    case RowReduceKind::Min: return literal(INFINITY, t);
   }
   internal_error("row emitter: unknown reduction");
 }
@@ -76,7 +77,7 @@ struct Emission {
   // The reduction results a function takes: earlier reductions' values.
   std::string result_params(size_t count) const {
     std::string s;
-    for (size_t r = 0; r < count; ++r) s += fmt::format(", const {} r{}", row_c_type(k.reductions[r].body.dtype()), r);
+    for (size_t r = 0; r < count; ++r) s += fmt::format(", const {} r{}", c_type(k.reductions[r].body.dtype()), r);
     return s;
   }
 
@@ -86,10 +87,10 @@ struct Emission {
     for (int i : e.used_inputs()) {
       DType t = k.inputs[static_cast<size_t>(i)].dtype;
       s += fmt::format("  const {0}* __restrict in{1} = static_cast<const {0}*>(a.inputs[{1}]);\n",
-                       t == DType::boolean ? "uint8_t" : row_c_type(t), i);
+                       t == DType::boolean ? "uint8_t" : c_type(t), i);
     }
     if (writes_output)
-      s += fmt::format("  {0}* __restrict out = static_cast<{0}*>(a.output);\n", row_c_type(k.output.dtype));
+      s += fmt::format("  {0}* __restrict out = static_cast<{0}*>(a.output);\n", c_type(k.output.dtype));
     for (const std::string& name : e.used_syms())
       s += fmt::format("  const int64_t s{0} = a.syms[{0}];\n", sym_slot.at(name));
     s += "  [[maybe_unused]] const int64_t cols = a.cols;\n";
@@ -98,7 +99,7 @@ struct Emission {
 
   std::string reduction_function(size_t r) const {
     const loops::RowReduction& red = k.reductions[r];
-    const std::string t = row_c_type(red.body.dtype()), step = step_name(red.kind), init = init_value(red.kind, red.body.dtype());
+    const std::string t = c_type(red.body.dtype()), step = step_name(red.kind), init = init_value(red.kind, red.body.dtype());
     RowBodyEmitter e = body("  ", "      ");
     // Reductions after the stashing one read its stored values back.
     if (stash >= 0 && static_cast<int>(r) > stash) e.replace(*stash_body, "out[o * cols + c]");
@@ -158,7 +159,7 @@ struct Emission {
                                 options.parallel_threshold);
     s += indent + "for (int64_t o = 0; o < rows; ++o) {\n";
     for (size_t r = 0; r < k.reductions.size(); ++r)
-      s += fmt::format("{}  const {} r{} = {}(a, o, 0, cols{});\n", indent, row_c_type(k.reductions[r].body.dtype()),
+      s += fmt::format("{}  const {} r{} = {}(a, o, 0, cols{});\n", indent, c_type(k.reductions[r].body.dtype()),
                        r, reduce_call(r, bytes), call_args(r, "r{}"));
     if (k.output_kind == loops::RowOutput::rows)
       s += fmt::format("{}  write_row(a, o{});\n", indent, call_args(k.reductions.size(), "r{}"));
@@ -173,12 +174,12 @@ struct Emission {
                                 in, part - 1, part);
     for (size_t r = 0; r < k.reductions.size(); ++r)
       s += fmt::format("{0}std::vector<{1}> part{2}(static_cast<size_t>(tasks)), res{2}(static_cast<size_t>(rows));\n",
-                       in, row_c_type(k.reductions[r].body.dtype()), r);
+                       in, c_type(k.reductions[r].body.dtype()), r);
     std::string task = fmt::format(
         "{0}    const int64_t o = t / parts, begin = t % parts * {1}, end = kiln_min(begin + {1}, cols);\n", in, part);
     s += "#pragma omp parallel\n" + in + "{\n";
     for (size_t r = 0; r < k.reductions.size(); ++r) {
-      const std::string t = row_c_type(k.reductions[r].body.dtype());
+      const std::string t = c_type(k.reductions[r].body.dtype());
       s += "#pragma omp for schedule(static)\n" + in + "  for (int64_t t = 0; t < tasks; ++t) {\n" + task;
       s += fmt::format("{}    part{}[t] = {}(a, o, begin, end{});\n{}  }}\n", in, r,
                        reduce_call(r, options.accumulator_bytes), call_args(r, "res{}[o]"), in);

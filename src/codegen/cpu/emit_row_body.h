@@ -15,12 +15,9 @@
 
 namespace kiln::codegen::cpu {
 
-// Scalar helpers of row kernels (NaN-propagating max/min, wrapping integer arithmetic, safe casts and
-// the reduction steps); the vector math prelude (kiln_exp, ...) is added separately.
-std::string_view row_scalar_prelude();
-
-std::string row_c_type(DType t);
-std::string row_literal(double v, DType t);
+// Scalar helpers of row kernels (scalar_prelude() and the reduction steps); the vector math prelude
+// (kiln_exp, ...) is added separately.
+std::string row_scalar_prelude();
 
 class RowBodyEmitter {
  public:

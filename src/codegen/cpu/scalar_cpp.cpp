@@ -1,0 +1,144 @@
+#include "codegen/cpu/scalar_cpp.h"
+
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "support/error.h"
+
+namespace kiln::codegen::cpu {
+
+using loops::BinaryOp;
+using loops::ScalarExpr;
+using loops::ScalarKind;
+using loops::UnaryOp;
+
+std::string_view scalar_prelude() {
+  return R"(#include <cmath>
+#include <limits>
+#include <type_traits>
+template <class T> static inline T kiln_max_nan(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
+template <class T> static inline T kiln_min_nan(T a, T b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
+template <class T> using kiln_unsigned = std::make_unsigned_t<T>;
+template <class T> static inline T kiln_wrap_add(T a, T b) { return T(kiln_unsigned<T>(a) + kiln_unsigned<T>(b)); }
+template <class T> static inline T kiln_wrap_sub(T a, T b) { return T(kiln_unsigned<T>(a) - kiln_unsigned<T>(b)); }
+template <class T> static inline T kiln_wrap_mul(T a, T b) { return T(kiln_unsigned<T>(a) * kiln_unsigned<T>(b)); }
+template <class T> static inline T kiln_wrap_neg(T a) { return T(kiln_unsigned<T>(0) - kiln_unsigned<T>(a)); }
+// Truncating, like ONNX; x / 0 (undefined there) is 0 here, so that a Where branch that is computed
+// but not selected cannot trap, and MIN / -1 wraps.
+template <class T> static inline T kiln_int_div(T a, T b) { return b == 0 ? T(0) : b == T(-1) ? kiln_wrap_neg(a) : T(a / b); }
+// Float to integer; NaN and out-of-range values (undefined in C++) give the minimum, as x86 does.
+template <class T, class F> static inline T kiln_float_to_int(F x) {
+  constexpr F lo = F(std::numeric_limits<T>::min());  // -2^k, exact in F
+  return (x >= lo && x < -lo) ? T(x) : std::numeric_limits<T>::min();
+}
+)";
+}
+
+std::string c_type(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::i32: return "int32_t";
+    case DType::i64: return "int64_t";
+    case DType::boolean: return "bool";
+    default: internal_error("generated kernels do not handle dtype {}", dtype_name(t));
+  }
+}
+
+std::string literal(double v, DType t) {
+  if (t == DType::f32 || t == DType::f64) {
+    bool f32 = t == DType::f32;
+    if (std::isnan(v)) return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+    if (std::isinf(v)) return std::string(v < 0 ? "(-" : "(") + (f32 ? "__builtin_inff()" : "__builtin_inf()") + ")";
+    char buf[64];
+    auto res = std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::hex);
+    KILN_INTERNAL_CHECK(res.ec == std::errc(), "cannot print constant {}", v);
+    std::string digits = "0x" + std::string(buf, res.ptr) + (f32 ? "f" : "");
+    return std::signbit(v) ? "(-" + digits + ")" : digits;
+  }
+  switch (t) {
+    case DType::boolean: return v != 0 ? "true" : "false";
+    case DType::i32:
+      if (v == -2147483648.0) return "(-2147483647 - 1)";
+      return fmt::format("int32_t{{{}}}", static_cast<int64_t>(v));
+    case DType::i64:
+      if (v == -9223372036854775808.0) return "(-INT64_C(9223372036854775807) - 1)";
+      return fmt::format("INT64_C({})", static_cast<int64_t>(v));
+    default: internal_error("generated kernels do not handle dtype {}", dtype_name(t));
+  }
+}
+
+namespace {
+
+std::string unary_cpp(UnaryOp op, DType t, const std::string& x) {
+  bool fp = is_float(t);
+  switch (op) {
+    case UnaryOp::Neg: return fp ? "(-" + x + ")" : fmt::format("kiln_wrap_neg({})", x);
+    case UnaryOp::Abs: return fp ? "std::fabs(" + x + ")" : fmt::format("({0} < 0 ? kiln_wrap_neg({0}) : {0})", x);
+    case UnaryOp::Exp: return "kiln_exp(" + x + ")";
+    case UnaryOp::Log: return "kiln_log(" + x + ")";
+    case UnaryOp::Sqrt: return "std::sqrt(" + x + ")";
+    case UnaryOp::Reciprocal: return fmt::format("({} / {})", literal(1.0, t), x);
+    // NaN < 0 is false, so NaN passes through (ONNX Relu = max(x, 0) propagates NaN).
+    case UnaryOp::Relu: return fmt::format("({0} < {1} ? {1} : {0})", x, literal(0.0, t));
+    case UnaryOp::Sigmoid: return "kiln_sigmoid(" + x + ")";
+    case UnaryOp::Tanh: return "kiln_tanh(" + x + ")";
+    case UnaryOp::Erf: return "kiln_erf(" + x + ")";
+    case UnaryOp::IsNaN: return fmt::format("({0} != {0})", x);
+    case UnaryOp::Not: return "(!" + x + ")";
+  }
+  internal_error("scalar emitter: unknown unary op");
+}
+
+// Integer arithmetic wraps (through unsigned types: signed overflow would be undefined in C++).
+std::string binary_cpp(const ScalarExpr& e, const std::string& a, const std::string& b) {
+  DType t = e.operands()[0].dtype();
+  auto infix = [&](const char* sym) { return fmt::format("({} {} {})", a, sym, b); };
+  auto integer = [&](const char* helper) { return fmt::format("{}({}, {})", helper, a, b); };
+  bool fp = is_float(t);
+  switch (e.binary_op()) {
+    case BinaryOp::Add: return fp ? infix("+") : integer("kiln_wrap_add");
+    case BinaryOp::Sub: return fp ? infix("-") : integer("kiln_wrap_sub");
+    case BinaryOp::Mul: return fp ? infix("*") : integer("kiln_wrap_mul");
+    case BinaryOp::Div: return fp ? infix("/") : integer("kiln_int_div");
+    case BinaryOp::Pow: {
+      // x^2 as x * x: both are the correctly rounded square, and the product vectorises.
+      const ScalarExpr& exponent = e.operands()[1];
+      if (exponent.kind() == ScalarKind::Constant && exponent.constant_value() == 2.0)
+        return fmt::format("({0} * {0})", a);
+      return fmt::format("std::pow({}, {})", a, b);
+    }
+    case BinaryOp::Max: return fmt::format("kiln_max_nan({}, {})", a, b);
+    case BinaryOp::Min: return fmt::format("kiln_min_nan({}, {})", a, b);
+    case BinaryOp::Equal: return infix("==");
+    case BinaryOp::Less: return infix("<");
+    case BinaryOp::Greater: return infix(">");
+    case BinaryOp::And: return infix("&&");
+    case BinaryOp::Or: return infix("||");
+  }
+  internal_error("scalar emitter: unknown binary op");
+}
+
+}  // namespace
+
+std::string operation_cpp(const ScalarExpr& e, const std::vector<std::string>& a) {
+  switch (e.kind()) {
+    case ScalarKind::Unary: return unary_cpp(e.unary_op(), e.operands()[0].dtype(), a[0]);
+    case ScalarKind::Binary: return binary_cpp(e, a[0], a[1]);
+    case ScalarKind::Where: return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
+    case ScalarKind::Cast:
+      if (is_float(e.operands()[0].dtype()) && is_integer(e.dtype()))
+        return fmt::format("kiln_float_to_int<{}>({})", c_type(e.dtype()), a[0]);
+      return fmt::format("static_cast<{}>({})", c_type(e.dtype()), a[0]);
+    case ScalarKind::Load:
+    case ScalarKind::Constant: break;
+  }
+  internal_error("scalar emitter: {} is not an operation", loops::to_string(e));
+}
+
+std::string load_cpp(int input, DType dtype, const std::string& index) {
+  return dtype == DType::boolean ? fmt::format("(in{}[{}] != 0)", input, index) : fmt::format("in{}[{}]", input, index);
+}
+
+}  // namespace kiln::codegen::cpu
