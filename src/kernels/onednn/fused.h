@@ -1,0 +1,104 @@
+// Library calls with fused epilogues, for compiled mode: oneDNN matmul and convolution that apply a
+// bias, activations and a residual add as post-ops, with constant weights reordered once into the
+// layout the primitive asks for (per layout, not per call). Primitives are cached per run-time shape
+// in each object; run() is const and may be called from many threads at once.
+// Callers handle zero-size tensors (and K == 0) themselves: run() must not be called with them.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/onednn/onednn.h"
+
+namespace kiln::onednn {
+
+enum class Activation : uint8_t { none, relu, tanh, sigmoid, gelu_erf, gelu_tanh };
+
+// What follows the product, in this order: y = act_after(act(alpha * acc + bias) + residual).
+struct Epilogue {
+  float alpha = 1.f;
+  std::vector<float> bias;  // one per output channel (matmul: per column); empty: none
+  Activation act = Activation::none;
+  bool residual = false;  // a tensor of exactly the output's shape, plain row-major
+  Activation act_after = Activation::none;
+};
+
+// The epilogue's steps in order. A run may let oneDNN do only the first `steps` of them and finish
+// the rest with apply_epilogue_plain on the plain output.
+enum EpilogueStep : int { kStepAlpha, kStepBias, kStepAct, kStepResidual, kStepActAfter, kNumEpilogueSteps };
+
+// oneDNN's relu maps NaN to 0 (its vmaxps keeps the zero), where ONNX keeps NaN: the first step
+// whose oneDNN form may differ from ONNX on NaN input; kNumEpilogueSteps if none.
+int first_nan_unsafe_step(const Epilogue& e);
+
+// Applies steps [from, kNumEpilogueSteps) in place to a plain output of n elements whose channel for
+// element i is (i / inner) % channels. `residual` has the output's layout (needed when the residual
+// step is applied here). ONNX semantics (relu keeps NaN).
+void apply_epilogue_plain(const Epilogue& e, int from, float* y, int64_t n, int64_t inner, int64_t channels,
+                          const float* residual);
+
+// True if any of the n values is NaN or infinite (parallel, vectorised scan).
+bool any_nonfinite(const float* x, int64_t n);
+
+// C = epilogue(A x B) through the matmul primitive. A and C as in MatmulDesc (A may be strided, e.g.
+// transposed; C contiguous). B is either constant (2-D [K, N], strided, given at construction) or
+// given per call (any rank, like MatmulDesc). The bias broadcasts along C's last dim.
+class FusedMatmul {
+ public:
+  // Constant weights, kept alive by `owner`; the prepacked copies are made lazily, once per layout.
+  FusedMatmul(int64_t K, int64_t N, std::vector<int64_t> b_strides, std::shared_ptr<const void> owner,
+              const float* b, Epilogue epilogue);
+  // Weights given per call.
+  explicit FusedMatmul(Epilogue epilogue);
+  ~FusedMatmul();
+  FusedMatmul(const FusedMatmul&) = delete;
+  FusedMatmul& operator=(const FusedMatmul&) = delete;
+
+  struct Call {
+    MatmulDesc desc;  // b_dims / b_strides ignored for constant weights (then a is [rows, K], c [rows, N])
+    const float* a = nullptr;
+    const float* b = nullptr;  // per-call weights only
+    const float* residual = nullptr;
+    float* c = nullptr;
+    int steps = kNumEpilogueSteps;  // epilogue steps oneDNN applies
+  };
+  // False when oneDNN has no implementation for the case.
+  bool run(const Call& call) const;
+  // Creates (and caches) the primitive for a shape ahead of the first run; prepacks the weights.
+  bool prepare(const Call& shape_only) const;
+  const Epilogue& epilogue() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Convolution in ONNX layouts (as ConvDesc) with constant weights [OC, C/groups, kernel..] and the
+// epilogue's bias as the convolution's bias. Source and destination stay plain NC[D]HW for the
+// caller; inside, the primitive picks its layouts and the residual is reordered into the destination
+// before a sum post-op.
+class FusedConv {
+ public:
+  FusedConv(std::vector<int64_t> weights_dims, int64_t groups, std::shared_ptr<const void> owner, const float* w,
+            Epilogue epilogue);
+  ~FusedConv();
+  FusedConv(const FusedConv&) = delete;
+  FusedConv& operator=(const FusedConv&) = delete;
+
+  struct Call {
+    ConvDesc desc;  // weights_dims and groups must be the constructor's
+    const float* src = nullptr;
+    const float* residual = nullptr;
+    float* dst = nullptr;
+    int steps = kNumEpilogueSteps;
+  };
+  bool run(const Call& call) const;
+  bool prepare(const Call& shape_only) const;
+  const Epilogue& epilogue() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::onednn

@@ -1,0 +1,165 @@
+// The epilogue of the fused library calls: its oneDNN post-op chain, its plain (ONNX-exact) form for
+// the steps oneDNN must not do, the non-finite scan that decides between them, and prepacked weights.
+#include <omp.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/onednn/fused_detail.h"
+#include "support/error.h"
+
+namespace kiln::onednn {
+namespace {
+
+using namespace detail;
+
+dnnl::algorithm eltwise_algorithm(Activation a) {
+  switch (a) {
+    case Activation::relu: return dnnl::algorithm::eltwise_relu;
+    case Activation::tanh: return dnnl::algorithm::eltwise_tanh;
+    case Activation::sigmoid: return dnnl::algorithm::eltwise_logistic;
+    case Activation::gelu_erf: return dnnl::algorithm::eltwise_gelu_erf;
+    case Activation::gelu_tanh: return dnnl::algorithm::eltwise_gelu_tanh;
+    case Activation::none: break;
+  }
+  internal_error("fused epilogue: no oneDNN algorithm for activation {}", static_cast<int>(a));
+}
+
+// The ONNX decompositions the matcher recognises, in f32 (as the eager nodes compute them).
+float activate(Activation a, float x) {
+  switch (a) {
+    case Activation::none: return x;
+    case Activation::relu: return x < 0.f ? 0.f : x;  // NaN stays NaN
+    case Activation::tanh: return std::tanh(x);
+    case Activation::sigmoid: return 1.f / (1.f + std::exp(-x));
+    case Activation::gelu_erf: return x * (1.f + std::erf(x / 1.41421356f)) * 0.5f;
+    case Activation::gelu_tanh: {
+      float inner = (x + 0.044715f * (x * x * x)) * 0.797884561f;
+      return x * 0.5f * (1.f + std::tanh(inner));
+    }
+  }
+  return x;
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+uint32_t max_exponent_bits(const float* x, int64_t n) {
+  uint32_t m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t e = std::bit_cast<uint32_t>(x[i]) & 0x7f800000u;
+    m = e > m ? e : m;
+  }
+  return m;
+}
+
+}  // namespace
+
+int first_nan_unsafe_step(const Epilogue& e) {
+  if (e.act == Activation::relu) return kStepAct;
+  if (e.act_after == Activation::relu) return kStepActAfter;
+  return kNumEpilogueSteps;
+}
+
+void apply_epilogue_plain(const Epilogue& e, int from, float* y, int64_t n, int64_t inner, int64_t channels,
+                          const float* residual) {
+  if (from >= kNumEpilogueSteps || n == 0) return;
+  KILN_INTERNAL_CHECK(inner >= 1 && channels >= 1, "apply_epilogue_plain: inner {} channels {}", inner, channels);
+  KILN_INTERNAL_CHECK(!(e.residual && from <= kStepResidual && !residual), "apply_epilogue_plain: no residual");
+  bool alpha = from <= kStepAlpha && e.alpha != 1.f;
+  bool bias = from <= kStepBias && !e.bias.empty();
+  Activation act = from <= kStepAct ? e.act : Activation::none;
+  bool res = from <= kStepResidual && e.residual;
+  Activation after = from <= kStepActAfter ? e.act_after : Activation::none;
+#pragma omp parallel for schedule(static) if (n > (int64_t{1} << 15))
+  for (int64_t i = 0; i < n; ++i) {
+    float v = y[i];
+    if (alpha) v = e.alpha * v;
+    if (bias) v = v + e.bias[static_cast<size_t>((i / inner) % channels)];
+    v = activate(act, v);
+    if (res) v = v + residual[i];
+    y[i] = activate(after, v);
+  }
+}
+
+bool any_nonfinite(const float* x, int64_t n) {
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  int64_t chunks = (n + kChunk - 1) / kChunk;
+  uint32_t m = 0;
+#pragma omp parallel for reduction(max : m) schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    int64_t begin = c * kChunk;
+    uint32_t e = max_exponent_bits(x + begin, std::min(kChunk, n - begin));
+    m = e > m ? e : m;
+  }
+  return m == 0x7f800000u;
+}
+
+namespace detail {
+
+PostOpPlan plan_post_ops(const Epilogue& e, int steps, const dnnl::memory::desc& dst_md, int channel_axis,
+                         bool residual_as_sum) {
+  PostOpPlan plan;
+  plan.attr = user_scratchpad_attr();
+  dnnl::post_ops po;
+  int index = 0;  // position in the post-op chain (binary post-ops are bound by it)
+  dnnl::memory::dims dst_dims = dst_md.dims();
+  if (steps > kStepAlpha && e.alpha != 1.f) {
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, e.alpha, 0.f);
+    ++index;
+  }
+  if (steps > kStepBias && !e.bias.empty()) {
+    dnnl::memory::dims bias_dims(dst_dims.size(), 1);
+    bias_dims[static_cast<size_t>(channel_axis)] = static_cast<int64_t>(e.bias.size());
+    plan.bias_md = dnnl::memory::desc(bias_dims, dnnl::memory::data_type::f32, row_major_strides(bias_dims));
+    if (index == 0) {
+      // Nothing before it: the primitive's own bias (added to the accumulator, same as a binary add).
+      plan.native_bias = true;
+    } else {
+      po.append_binary(dnnl::algorithm::binary_add, plan.bias_md);
+      plan.bias_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1;
+      ++index;
+    }
+  }
+  if (steps > kStepAct && e.act != Activation::none) {
+    po.append_eltwise(1.f, eltwise_algorithm(e.act), 0.f, 0.f);
+    ++index;
+  }
+  if (steps > kStepResidual && e.residual) {
+    if (residual_as_sum) {
+      po.append_sum(1.f);
+    } else {
+      po.append_binary(dnnl::algorithm::binary_add, dst_md);
+      plan.residual_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1;
+    }
+    ++index;
+  }
+  if (steps > kStepActAfter && e.act_after != Activation::none) {
+    po.append_eltwise(1.f, eltwise_algorithm(e.act_after), 0.f, 0.f);
+    ++index;
+  }
+  plan.attr.set_post_ops(po);
+  return plan;
+}
+
+std::shared_ptr<const dnnl::memory> PrepackedWeights::get(const dnnl::memory::desc& md) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Packed& p : packed_)
+    if (p.md == md) return p.mem;
+  const dnnl::engine& eng = cpu_engine();
+  dnnl::memory user(user_md_, eng, const_cast<float*>(data_));
+  std::shared_ptr<const dnnl::memory> packed;
+  if (md == user_md_) {
+    packed = std::make_shared<const dnnl::memory>(user);  // already the wanted layout: no copy
+  } else {
+    auto mem = std::make_shared<dnnl::memory>(md, eng);  // library-owned buffer
+    dnnl::stream& s = thread_stream();
+    dnnl::reorder(user, *mem).execute(s, user, *mem);
+    s.wait();
+    packed = mem;
+  }
+  packed_.push_back(Packed{md, packed});
+  return packed;
+}
+
+}  // namespace detail
+}  // namespace kiln::onednn

@@ -1,0 +1,49 @@
+// Library calls with fused pointwise consumers: a MatMul / Gemm / Conv (f32) and the chain of nodes
+// after it that oneDNN can apply as post-ops, in this order, each optional:
+//   Conv only: BatchNormalization with constant parameters (folded into the weights at build);
+//   Add of a constant bias per output channel (MatMul/Gemm: the last dim; Conv: dim 1);
+//   an activation: Relu, Tanh, Sigmoid, or GELU in the erf or tanh form exporters emit;
+//   Add of a non-constant tensor of exactly the output's type (a residual);
+//   Relu.
+// Every intermediate value has all of its uses inside the group and is not a graph output. The group
+// runs where its last node stood (build_library_kernel in library_kernel.h makes the call).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln::schedule {
+
+enum class LibraryCore : uint8_t {
+  matmul,          // A [.., M, K] x constant B [K, N]
+  batched_matmul,  // A [b.., M, K] x non-constant B [b.., K, N], rank 3 or 4, equal batch dims
+  gemm,            // Gemm: constant B, C absent or a constant broadcast as [N]
+  conv,            // Conv: constant weights and bias
+};
+enum class LibraryActivation : uint8_t { none, relu, tanh, sigmoid, gelu_erf, gelu_tanh };
+
+struct LibraryGroup {
+  std::vector<NodeId> nodes;    // topological order; the last one makes `output`
+  std::vector<ValueId> inputs;  // everything the call reads, constants included, in the order run() gets them
+  ValueId output = kNoValue;
+  std::string label;            // e.g. "matmul+bias+gelu+add", for KILN_DEBUG=fusion and dumps
+
+  // What the call computes. inputs[0] is the core's first input (A or X); then the core's other
+  // inputs, the BatchNormalization parameters, the bias constant and the residual, where present.
+  LibraryCore core = LibraryCore::matmul;
+  NodeId core_node = -1;
+  NodeId batchnorm = -1;     // conv only
+  ValueId bias = kNoValue;   // the constant of the bias Add
+  LibraryActivation act = LibraryActivation::none;
+  int residual = -1;         // index into `inputs` of the residual, -1: none
+  LibraryActivation act_after = LibraryActivation::none;  // relu or none
+};
+
+// Groups in topological order; no node in two groups; nodes for which claimed[node] != 0 are never
+// taken. A MatMul with non-constant B makes a group only with at least one fused consumer.
+std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed);
+
+const char* activation_name(LibraryActivation a);
+
+}  // namespace kiln::schedule

@@ -1,0 +1,98 @@
+// Shared parts of the library-call kernels (library_kernel.cpp: matmul and Gemm;
+// library_kernel_conv.cpp: convolution). Internal to src/schedule.
+#pragma once
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/onednn/fused.h"
+#include "schedule/library_kernel.h"
+#include "support/checked_math.h"
+#include "support/error.h"
+
+namespace kiln::schedule::library_detail {
+
+inline onednn::Activation to_onednn(LibraryActivation a) {
+  switch (a) {
+    case LibraryActivation::none: return onednn::Activation::none;
+    case LibraryActivation::relu: return onednn::Activation::relu;
+    case LibraryActivation::tanh: return onednn::Activation::tanh;
+    case LibraryActivation::sigmoid: return onednn::Activation::sigmoid;
+    case LibraryActivation::gelu_erf: return onednn::Activation::gelu_erf;
+    case LibraryActivation::gelu_tanh: return onednn::Activation::gelu_tanh;
+  }
+  return onednn::Activation::none;
+}
+
+inline const Tensor& constant_of(const Graph& g, ValueId v) {
+  const auto& c = g.value(v).constant;
+  KILN_INTERNAL_CHECK(c && c->dtype() == DType::f32, "library call: '{}' is not an f32 constant", g.value(v).name);
+  return *c;
+}
+
+// A constant with one value or one per channel, as `channels` floats.
+inline std::vector<float> per_channel(const Tensor& t, int64_t channels) {
+  KILN_INTERNAL_CHECK(t.numel() == 1 || t.numel() == channels, "library call: bias of {} values for {} channels",
+                      t.numel(), channels);
+  std::vector<float> r(static_cast<size_t>(channels));
+  for (int64_t i = 0; i < channels; ++i) r[size_t(i)] = t.data<float>()[t.numel() == 1 ? 0 : i];
+  return r;
+}
+
+inline bool nonfinite(const std::vector<float>& v) {
+  return onednn::any_nonfinite(v.data(), static_cast<int64_t>(v.size()));
+}
+
+inline std::string dims_string(const std::vector<int64_t>& d) { return fmt::format("[{}]", fmt::join(d, ",")); }
+
+// What every library kernel shares: messages, the residual check, output allocation, the NaN guard.
+class KernelBase : public LibraryKernel {
+ protected:
+  KernelBase(const Graph& g, const LibraryGroup& grp)
+      : label_(grp.label), node_(g.nodes[size_t(grp.core_node)].name), residual_(grp.residual) {}
+
+  // Call once the epilogue is known (and constants_nonfinite_ set).
+  void init_guard(const onednn::Epilogue& e) { unsafe_step_ = onednn::first_nan_unsafe_step(e); }
+
+  template <class... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) const {
+    user_error("library call '{}' (node '{}'): {}", label_, node_, fmt::format(f, std::forward<Args>(args)...));
+  }
+
+  // The residual operand, checked against the output's shape; null when the group has none.
+  const Tensor* residual(const std::vector<const Tensor*>& in, const std::vector<int64_t>& out_dims) const {
+    if (residual_ < 0) return nullptr;
+    const Tensor* r = in.at(size_t(residual_));
+    if (!r || r->dtype() != DType::f32 || r->shape() != out_dims)
+      fail("the residual has shape {}, the output {}", r ? r->shape_string() : "?", dims_string(out_dims));
+    return r;
+  }
+
+  Tensor allocate(const std::vector<int64_t>& dims, int64_t max_bytes) const {
+    int64_t n = checked_numel(dims, "library call output");
+    if (checked_mul(n, 4, "library call output") > max_bytes) fail("output of {} elements exceeds max_tensor_bytes", n);
+    return Tensor::empty(DType::f32, dims);
+  }
+
+  // How many epilogue steps oneDNN may do for these operands: all, unless a relu could meet NaN.
+  int steps_for(std::initializer_list<const Tensor*> operands) const {
+    if (unsafe_step_ >= onednn::kNumEpilogueSteps) return onednn::kNumEpilogueSteps;
+    bool clean = !constants_nonfinite_;
+    for (const Tensor* t : operands)
+      if (clean && t) clean = !onednn::any_nonfinite(t->data<float>(), t->numel());
+    return clean ? onednn::kNumEpilogueSteps : unsafe_step_;
+  }
+
+  std::string label_, node_;
+  int residual_ = -1;
+  int unsafe_step_ = onednn::kNumEpilogueSteps;
+  bool constants_nonfinite_ = false;
+};
+
+std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGroup& grp);
+
+}  // namespace kiln::schedule::library_detail
