@@ -16,7 +16,10 @@
 #include "codegen/cpu/emit_pointwise.h"
 #include "lower/decompose.h"
 #include "runtime/plan.h"
+#include "codegen/cpu/emit_row.h"
 #include "schedule/fuse_pointwise.h"
+#include "schedule/fuse_rows.h"
+#include "schedule/library_kernel.h"
 #include "support/checked_math.h"
 
 namespace kiln {
@@ -50,6 +53,7 @@ struct Session::Impl {
   runtime::PlanStats plan;
   std::vector<GeneratedKernel> generated;
   std::vector<codegen::cpu::CompiledKernel> libraries;  // keeps the generated code loaded
+  std::vector<std::unique_ptr<schedule::LibraryKernel>> library_calls;
   // Arenas of finished runs, reused by the next ones (each run holds its own while it runs).
   mutable std::mutex arena_mutex;
   mutable std::vector<std::shared_ptr<void>> arenas;
@@ -76,18 +80,54 @@ GeneratedGroup pointwise_group(schedule::PointwiseGroup group) {
                         codegen::cpu::emit_pointwise_cpp(group.kernel), "pointwise"};
 }
 
-// Finds the groups of every fusion pass, compiles their kernels (through the kernel cache) and
-// returns them as steps.
-std::vector<runtime::Step> compile_generated(Session::Impl& s) {
+GeneratedGroup row_group(schedule::RowGroup group) {
+  group.kernel.name = "row";
+  std::string text = codegen::cpu::emit_row_cpp(group.kernel).source.code;
+  group.kernel.name = fmt::format("row_{:016x}", std::hash<std::string>{}(text));
+  codegen::cpu::RowSource src = codegen::cpu::emit_row_cpp(group.kernel);
+  return GeneratedGroup{group.nodes, group.inputs, group.output, group.symbols, {src.source, src.symbols}, "row"};
+}
+
+void claim(std::vector<char>& claimed, const std::vector<NodeId>& nodes) {
+  for (NodeId n : nodes) claimed[size_t(n)] = 1;
+}
+
+// Library calls with their fused post-ops, built once (weights prepacked), as steps.
+std::vector<runtime::Step> build_library_calls(Session::Impl& s, std::vector<char>& claimed) {
+  std::vector<runtime::Step> steps;
+  for (auto& group : schedule::find_library_groups(s.graph, claimed)) {
+    claim(claimed, group.nodes);
+    runtime::Step step;
+    step.kind = runtime::StepKind::library;
+    step.node = group.nodes.back();
+    step.nodes = group.nodes;
+    step.inputs = group.inputs;
+    step.outputs = {group.output};
+    step.index = static_cast<int>(s.library_calls.size());
+    step.label = group.label;
+    s.library_calls.push_back(schedule::build_library_kernel(s.graph, group, s.options));
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+// Finds the groups of every fusion pass (library calls first, then reductions with their pointwise
+// neighbours, then pointwise chains), compiles the generated kernels (through the kernel cache) and
+// returns all of them as steps.
+std::vector<runtime::Step> compile_fused(Session::Impl& s) {
   const Graph& g = s.graph;
   std::vector<char> claimed(g.nodes.size(), 0);
+  std::vector<runtime::Step> steps = build_library_calls(s, claimed);
   std::vector<GeneratedGroup> groups;
+  for (auto& group : schedule::find_row_groups(g, claimed)) {
+    claim(claimed, group.nodes);
+    groups.push_back(row_group(std::move(group)));
+  }
   for (auto& group : schedule::find_pointwise_groups(g, claimed)) groups.push_back(pointwise_group(std::move(group)));
 
   std::vector<codegen::cpu::KernelSource> sources;
   for (const auto& group : groups) sources.push_back(group.source.source);
   if (!sources.empty()) s.libraries = codegen::cpu::compile_kernels(sources, s.options);
-  std::vector<runtime::Step> steps;
   for (size_t k = 0; k < groups.size(); ++k) {  // --dump-dir: each source and its exact compile command
     GeneratedGroup& group = groups[k];
     write_dump(s.options, "kernels/" + sources[k].name + ".cpp", sources[k].code);
@@ -239,7 +279,7 @@ Session Session::from_graph(Graph graph, Mode mode, const Options& options,
   impl->graph = std::move(graph);
   const Graph& g = impl->graph;
   std::vector<runtime::Step> fused;
-  if (mode == Mode::compiled) fused = compile_generated(*impl);
+  if (mode == Mode::compiled) fused = compile_fused(*impl);
   std::vector<int> step_of_node;
   impl->steps = runtime::make_steps(g, std::move(fused), step_of_node);
   impl->last_use = runtime::last_uses(g, impl->steps);
@@ -336,6 +376,8 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     std::vector<Tensor> outs;
     if (step.kind == runtime::StepKind::generated)
       outs.push_back(run_generated(impl_->generated[size_t(step.index)], g, ins, planned[0], run.max_tensor_bytes));
+    else if (step.kind == runtime::StepKind::library)
+      outs.push_back(impl_->library_calls[size_t(step.index)]->run(ins, run.max_tensor_bytes));
     else
       outs = run_node(n, ins, run, &planned);
     if (timed) {
