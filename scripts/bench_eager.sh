@@ -26,7 +26,7 @@ for spec in "${specs[@]}"; do
   done
   kiln_ms=() ort_ms=()
   for ((r = 0; r < rounds; ++r)); do
-    kiln_ms+=("$("$build/kiln" run "$work/$model.onnx" "${kiln_feeds[@]}" --threads "$threads" --warmup 3 --iters "$iters" --json \
+    kiln_ms+=("$("$build/kiln" run "$work/$model.onnx" --mode eager "${kiln_feeds[@]}" --threads "$threads" --warmup 3 --iters "$iters" --json \
                  | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["latency_ms"])')")
     ort_ms+=("$(KILN_ORT_DIR="$build/ort" node "$root/scripts/ort_run.js" "$work/$model.onnx" "$work/bench_ort" \
                  --threads "$threads" --iters "$iters" --warmup 3 "${ort_feeds[@]}" \
