@@ -38,6 +38,22 @@ struct RunStats {
   int64_t bytes_moved = -1; // bytes all kernels read and write at the compile-time sizes (-1: unknown)
 };
 
+// Where a run's time went, step by step (Session::run with a profile). A step is one kernel launch: an
+// eager node, a generated kernel, a library call, or a view (no kernel).
+struct StepProfile {
+  std::string kind;                       // "node", "view", "generated", "library"
+  std::string label;                      // kernel name or op, e.g. "matmul+bias+gelu"
+  std::vector<std::string> source_nodes;  // the graph nodes it computes (their names)
+  std::vector<std::string> source_ops;    // and their op types, in the same order
+  std::vector<std::string> input_types;   // "f32[1,128,768]" per input (constants included)
+  std::string output_type;
+  double ms = 0.0;
+};
+struct RunProfile {
+  std::vector<StepProfile> steps;  // in execution order
+  double total_ms = 0.0;           // the whole run, wall clock
+};
+
 class Session {
  public:
   // Loads an ONNX file. `dims` binds symbolic sizes (batch=1, seq=128) before preparation.
@@ -59,6 +75,8 @@ class Session {
   // consistent sizes for shared symbols. Returns outputs by name. In reference mode float inputs are
   // widened to f64 and float outputs come back as f64.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+  // The same, timing every step into `profile` (replaced, not appended to).
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, RunProfile* profile) const;
 
   struct Impl;  // opaque: defined in src/runtime/session.cpp
 

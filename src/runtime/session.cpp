@@ -249,6 +249,21 @@ void check_input(const Value& v, const Tensor& t, std::map<std::string, int64_t>
   }
 }
 
+StepProfile step_profile(const Graph& g, const runtime::Step& step, double ms) {
+  StepProfile p;
+  p.kind = runtime::step_kind_name(step.kind);
+  p.label = step.label;
+  for (NodeId n : step.nodes) {
+    p.source_nodes.push_back(g.nodes[size_t(n)].name);
+    p.source_ops.push_back(std::string(op_name(g.nodes[size_t(n)].op)));
+  }
+  for (ValueId v : step.inputs) p.input_types.push_back(v == kNoValue ? "" : type_string(g.value(v).type));
+  for (ValueId v : step.outputs)
+    if (v != kNoValue) p.output_type += (p.output_type.empty() ? "" : ", ") + type_string(g.value(v).type);
+  p.ms = ms;
+  return p;
+}
+
 }  // namespace
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -324,6 +339,11 @@ RunStats Session::stats() const {
 const Graph& Session::graph() const { return impl_->graph; }
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) const {
+  return run(inputs, nullptr);
+}
+
+std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs, RunProfile* profile) const {
+  const auto run_start = std::chrono::steady_clock::now();
   const Graph& g = impl_->graph;
   std::vector<Tensor> slots(g.values.size());
   std::vector<char> present(g.values.size(), 0);
@@ -352,7 +372,8 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   run.max_rank = impl_->options.max_rank;
   run.max_tensor_bytes = impl_->options.max_tensor_bytes;
   std::vector<const Tensor*> ins;
-  const bool timed = impl_->options.debug_on("ops");
+  const bool timed = impl_->options.debug_on("ops") || profile;
+  if (profile) *profile = RunProfile{};
   std::vector<double> op_ms(timed ? kNumOps : 0, 0.0);
   std::vector<int> op_count(timed ? kNumOps : 0, 0);
   ArenaLease arena(*impl_);
@@ -381,9 +402,10 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     else
       outs = run_node(n, ins, run, &planned);
     if (timed) {
-      op_ms[static_cast<size_t>(n.op)] +=
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      op_ms[static_cast<size_t>(n.op)] += ms;
       op_count[static_cast<size_t>(n.op)]++;
+      if (profile) profile->steps.push_back(step_profile(g, step, ms));
     }
     for (size_t k = 0; k < step.outputs.size(); ++k)
       if (step.outputs[k] != kNoValue) {
@@ -395,7 +417,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
         slots[static_cast<size_t>(v)] = Tensor();
   }
 
-  if (timed) {  // KILN_DEBUG=ops: time per op type for this run, slowest first
+  if (timed && impl_->options.debug_on("ops")) {  // KILN_DEBUG=ops: time per op type for this run, slowest first
     std::vector<int> order;
     for (int k = 0; k < kNumOps; ++k)
       if (op_count[static_cast<size_t>(k)]) order.push_back(k);
@@ -406,6 +428,8 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   }
 
   std::map<std::string, Tensor> result;
+  if (profile)
+    profile->total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start).count();
   for (ValueId id : g.outputs) {
     const Value& v = g.value(id);
     // Outputs never alias the session's constants: a caller may write into what it gets.

@@ -109,3 +109,32 @@ TEST(Plan, RunsThatReuseArenasGiveTheSameResultsAlsoFromManyThreads) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Profile, EveryStepIsTimedAndEveryNodeHasItsStep) {
+  Session s = Session::from_graph(chain_graph(), Mode::eager, Options{}, {});
+  std::vector<double> v(24, 0.5);
+  std::map<std::string, Tensor> in{{"x", Tensor::from_vector<double>(DType::f32, {4, 6}, v)}};
+  RunProfile p;
+  auto out = s.run(in, &p);
+  ASSERT_EQ(p.steps.size(), 5u);  // 4 kernels and the Reshape view
+  size_t nodes = 0;
+  double sum = 0;
+  for (const StepProfile& st : p.steps) {
+    nodes += st.source_nodes.size();
+    EXPECT_EQ(st.source_nodes.size(), st.source_ops.size());
+    EXPECT_GE(st.ms, 0.0);
+    sum += st.ms;
+  }
+  EXPECT_EQ(nodes, s.graph().nodes.size());
+  EXPECT_EQ(p.steps[3].kind, "view");
+  EXPECT_EQ(p.steps[3].source_ops, std::vector<std::string>{"Reshape"});
+  EXPECT_EQ(p.steps[0].output_type, "f32[4,6]");
+  EXPECT_GE(p.total_ms, sum);
+  EXPECT_TRUE(all_close(out.at("y"), s.run(in).at("y"), 0, 0).ok);
+}
+
+}  // namespace
+}  // namespace kiln
