@@ -49,14 +49,7 @@ NAME_CLASS = {
 }
 # Cases that make kiln fail other than cleanly today (see the report that added them): written to
 # tests/data/malformed_pending/ until kiln is fixed, then moved back by deleting the name here.
-PENDING = {
-    "attr_transpose_perm_negative.onnx",  # exit 0: a perm entry of -1 is taken as rank - 1 (ONNX refuses it)
-    "valid_zero_size_input.onnx",  # exit 2: the row kernel for 0 rows does not compile (no <cstdint>)
-    "valid_zero_size_columns.onnx",  # exit 2: same, for rows of 0 columns
-    "valid_conv_huge_stride.onnx",  # exit 2 in compiled mode: oneDNN refuses the descriptor (eager runs it)
-    "shape_input_huge.onnx",  # the 4 TiB input is allocated before any max_tensor_bytes check: exit 1 only because
-                              # malloc fails (under ASan: abort, exit 134; with overcommit_memory=1: memset, OOM)
-}
+PENDING = set()  # every case that found a kiln bug has been fixed (see git history for the list)
 ENTRIES = {OUT: [], PENDING_OUT: []}  # folder -> [(file, expectation, class, description)]
 
 

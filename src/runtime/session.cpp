@@ -96,6 +96,21 @@ void claim(std::vector<char>& claimed, const std::vector<NodeId>& nodes) {
 std::vector<runtime::Step> build_library_calls(Session::Impl& s, std::vector<char>& claimed) {
   std::vector<runtime::Step> steps;
   for (auto& group : schedule::find_library_groups(s.graph, claimed)) {
+    std::unique_ptr<schedule::LibraryKernel> kernel;
+    try {
+      kernel = schedule::build_library_kernel(s.graph, group, s.options);
+    } catch (const UserError&) {
+      throw;
+    } catch (const InternalError&) {
+      throw;
+    } catch (const std::exception& e) {
+      // The library refused the case (oneDNN has no implementation for these sizes): the nodes stay
+      // with the other passes and their eager kernels, which handle every case.
+      if (s.options.debug_on("fusion"))
+        std::fprintf(stderr, "[fusion] library call %s for %s refused (%s): not fused\n", group.label.c_str(),
+                     s.graph.describe(s.graph.nodes[size_t(group.nodes.back())]).c_str(), e.what());
+      continue;
+    }
     claim(claimed, group.nodes);
     runtime::Step step;
     step.kind = runtime::StepKind::library;
@@ -105,7 +120,7 @@ std::vector<runtime::Step> build_library_calls(Session::Impl& s, std::vector<cha
     step.outputs = {group.output};
     step.index = static_cast<int>(s.library_calls.size());
     step.label = group.label;
-    s.library_calls.push_back(schedule::build_library_kernel(s.graph, group, s.options));
+    s.library_calls.push_back(std::move(kernel));
     steps.push_back(std::move(step));
   }
   return steps;
@@ -291,6 +306,16 @@ Session Session::from_graph(Graph graph, Mode mode, const Options& options,
     dump_ir(graph, options, 2, "decompose");
   }
   verify_graph(graph, "prepare");
+  // Inputs are allocated from their declared types (kiln run makes them): check the size first.
+  for (ValueId id : graph.inputs) {
+    const Value& v = graph.value(id);
+    if (!is_static(v.type.shape)) continue;
+    int64_t bytes = checked_mul(checked_numel(static_dims(v.type.shape), "input '" + v.name + "'"),
+                                static_cast<int64_t>(dtype_size(v.type.dtype)), "input '" + v.name + "'");
+    if (bytes > options.max_tensor_bytes)
+      user_error("input '{}' ({}) takes {} bytes, more than max_tensor_bytes ({})", v.name, type_string(v.type), bytes,
+                 options.max_tensor_bytes);
+  }
   impl->graph = std::move(graph);
   const Graph& g = impl->graph;
   std::vector<runtime::Step> fused;

@@ -258,6 +258,7 @@ RowSource emit_row_cpp(const RowKernel& k, const RowEmitOptions& options) {
   for (size_t j = 0; j < syms.size(); ++j) code += fmt::format("// syms[{}] = {}\n", j, syms[j].name());
   const std::string signature =
       fmt::format("KILN_EXPORT void {}(const void* const* inputs, void* output, const int64_t* syms)", k.name);
+  code += loops::cpp_index_prelude();  // first: even an empty kernel's signature needs <stdint.h>
   bool no_work = std::any_of(rows.begin(), rows.end(), [](const Expr& d) { return d.is_const(0); }) ||
                  (elements && cols_extent.is_const(0));
   if (no_work) {  // a constant zero size: nothing to do (and delinearising by it would divide by zero)
@@ -265,7 +266,6 @@ RowSource emit_row_cpp(const RowKernel& k, const RowEmitOptions& options) {
     result.source = {k.name, std::move(code), {k.name}};
     return result;
   }
-  code += loops::cpp_index_prelude();
   code += row_scalar_prelude();
   code += vector_math_prelude();
 

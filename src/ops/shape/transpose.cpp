@@ -16,8 +16,8 @@ std::vector<int64_t> transpose_perm(const Node& node, int64_t rank) {
     node_fail(node, "perm has {} entries for an input of rank {}", perm.size(), rank);
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t& p : perm) {
-    if (p < -rank || p >= rank) node_fail(node, "perm entry {} is out of range for rank {}", p, rank);
-    if (p < 0) p += rank;  // tolerated like other axes
+    // ONNX's checker refuses negative entries too; the fused kernels index by perm as given.
+    if (p < 0 || p >= rank) node_fail(node, "perm entry {} is out of range [0, {})", p, rank);
     if (seen[static_cast<size_t>(p)]) node_fail(node, "perm [{}] is not a permutation", fmt::join(perm, ","));
     seen[static_cast<size_t>(p)] = true;
   }
