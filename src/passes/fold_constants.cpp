@@ -5,16 +5,17 @@
 namespace kiln {
 namespace {
 
-// Bytes a value would take, or -1 when its shape is not static.
-int64_t static_bytes(const TensorType& t) {
+// Bytes a value would take, or -1 when its shape is not static; an overflow names the node.
+int64_t static_bytes(const Graph& g, const Node& n, const TensorType& t) {
   if (!is_static(t.shape)) return -1;
-  return checked_mul(checked_numel(static_dims(t.shape), "fold"), static_cast<int64_t>(dtype_size(t.dtype)), "fold");
+  std::string what = g.describe(n) + ": output " + type_string(t);
+  return checked_mul(checked_numel(static_dims(t.shape), what), static_cast<int64_t>(dtype_size(t.dtype)), what);
 }
 
 bool foldable(const Graph& g, const Node& n, int64_t budget) {
   for (ValueId o : n.outputs) {
     if (o == kNoValue) continue;
-    int64_t bytes = static_bytes(g.value(o).type);
+    int64_t bytes = static_bytes(g, n, g.value(o).type);
     if (bytes < 0 || bytes > budget) return false;
   }
   if (n.op == OpKind::Shape || n.op == OpKind::Size)  // only the input's shape matters
