@@ -95,7 +95,7 @@ void claim(std::vector<char>& claimed, const std::vector<NodeId>& nodes) {
 // Library calls with their fused post-ops, built once (weights prepacked), as steps.
 std::vector<runtime::Step> build_library_calls(Session::Impl& s, std::vector<char>& claimed) {
   std::vector<runtime::Step> steps;
-  for (auto& group : schedule::find_library_groups(s.graph, claimed)) {
+  for (auto& group : schedule::find_library_groups(s.graph, claimed, s.options)) {
     std::unique_ptr<schedule::LibraryKernel> kernel;
     try {
       kernel = schedule::build_library_kernel(s.graph, group, s.options);
@@ -134,7 +134,7 @@ std::vector<runtime::Step> compile_fused(Session::Impl& s) {
   std::vector<char> claimed(g.nodes.size(), 0);
   std::vector<runtime::Step> steps = build_library_calls(s, claimed);
   std::vector<GeneratedGroup> groups;
-  for (auto& group : schedule::find_row_groups(g, claimed)) {
+  for (auto& group : schedule::find_row_groups(g, claimed, s.options)) {
     claim(claimed, group.nodes);
     groups.push_back(row_group(std::move(group)));
   }

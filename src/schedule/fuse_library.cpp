@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 #include <optional>
 
+#include "schedule/softmax_route.h"
 #include "support/error.h"
 
 namespace kiln::schedule {
@@ -410,6 +412,31 @@ bool conv_attrs_ok(const Node& n, size_t spatial, const std::vector<int64_t>& w)
 
 std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed) {
   return Matcher(g, claimed).run();
+}
+
+std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed, const Options& options) {
+  std::vector<LibraryGroup> groups = Matcher(g, claimed).run();
+  RoutingPolicy policy = routing_policy(options);
+  std::vector<RoutedNode> routes = route_softmax_nodes(g, policy);
+  if (options.debug_on("route")) std::fputs(explain_routes(g, routes, policy).c_str(), stderr);
+  std::vector<char> taken(g.nodes.size(), 0);
+  for (size_t i = 0; i < claimed.size() && i < taken.size(); ++i) taken[i] = claimed[i] != 0;
+  for (const LibraryGroup& grp : groups)
+    for (NodeId n : grp.nodes) taken[size_t(n)] = 1;
+  for (const RoutedNode& r : routes) {
+    if (r.decision.route != SoftmaxRoute::library || taken[size_t(r.site.node)]) continue;
+    const Node& n = g.nodes[size_t(r.site.node)];
+    LibraryGroup grp;
+    grp.nodes = {r.site.node};
+    grp.inputs = {n.inputs[0]};
+    grp.output = n.outputs[0];
+    grp.core = r.site.log ? LibraryCore::log_softmax : LibraryCore::softmax;
+    grp.core_node = r.site.node;
+    grp.label = r.site.log ? "log_softmax" : "softmax";
+    groups.push_back(std::move(grp));
+  }
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.nodes.back() < b.nodes.back(); });
+  return groups;
 }
 
 }  // namespace kiln::schedule

@@ -5,6 +5,8 @@
 //   an activation: Relu, Tanh, Sigmoid, or GELU in the erf or tanh form exporters emit;
 //   Add of a non-constant tensor of exactly the output's type (a residual);
 //   Relu.
+// With the Options overload, also the softmax-family nodes the router sends to the library
+// (softmax_route.h): the node alone, as a LibraryCore::softmax / log_softmax group.
 // Every intermediate value has all of its uses inside the group and is not a graph output. The group
 // runs where its last node stood (build_library_kernel in library_kernel.h makes the call).
 #pragma once
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "kiln/options.h"
 
 namespace kiln::schedule {
 
@@ -20,6 +23,8 @@ enum class LibraryCore : uint8_t {
   batched_matmul,  // A [b.., M, K] x non-constant B [b.., K, N], rank 3 or 4, equal batch dims
   gemm,            // Gemm: constant B, C absent or a constant broadcast as [N]
   conv,            // Conv: constant weights and bias
+  softmax,         // Softmax (f32, any axis) alone: oneDNN softmax_accurate
+  log_softmax,     // LogSoftmax likewise: oneDNN softmax_log
 };
 enum class LibraryActivation : uint8_t { none, relu, tanh, sigmoid, gelu_erf, gelu_tanh };
 
@@ -43,6 +48,10 @@ struct LibraryGroup {
 // Groups in topological order; no node in two groups; nodes for which claimed[node] != 0 are never
 // taken. A MatMul with non-constant B makes a group only with at least one fused consumer.
 std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed);
+// The same, plus a group for each Softmax / LogSoftmax node whose route (softmax_route.h, from the
+// options' settings) is `library`. With options.debug_on("route"), prints each routed node's
+// decision to stderr. (The overload without options routes no softmax: the fused route.)
+std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed, const Options& options);
 
 const char* activation_name(LibraryActivation a);
 

@@ -7,6 +7,7 @@
 #include "loops/index_layout.h"
 #include "schedule/pointwise_nodes.h"
 #include "schedule/row_nodes.h"
+#include "schedule/softmax_route.h"
 #include "support/error.h"
 
 namespace kiln::schedule {
@@ -285,6 +286,14 @@ std::optional<RowGroup> Finder::build(const std::vector<NodeId>& nodes, const Ro
 
 std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& claimed) {
   return Finder(g, claimed).run();
+}
+
+std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& claimed, const Options& options) {
+  std::vector<char> held(g.nodes.size(), 0);
+  for (size_t i = 0; i < claimed.size() && i < held.size(); ++i) held[i] = claimed[i];
+  for (const RoutedNode& r : route_softmax_nodes(g, routing_policy(options)))
+    if (r.decision.route != SoftmaxRoute::fused) held[size_t(r.site.node)] = 1;
+  return Finder(g, held).run();
 }
 
 }  // namespace kiln::schedule

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "kiln/options.h"
 #include "loops/row_kernel.h"
 #include "schedule/fuse_pointwise.h"
 
@@ -36,5 +37,8 @@ struct RowGroup {
 };
 
 std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& claimed);
+// The same, with the softmax router (softmax_route.h): a Softmax / LogSoftmax whose route under the
+// options' settings is not `fused` is left alone. (The overload without options fuses every one.)
+std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& claimed, const Options& options);
 
 }  // namespace kiln::schedule

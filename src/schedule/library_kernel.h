@@ -1,7 +1,7 @@
 // The callable form of a LibraryGroup (fuse_library.h): one oneDNN matmul or convolution with the
-// group's consumers as post-ops. Built once per session: constant weights are reordered into the
-// primitive's layout once (BatchNormalization folded in first, in double), primitives are cached
-// per run-time shape.
+// group's consumers as post-ops, or one oneDNN softmax (kernels/onednn/softmax.h, NaN rows fixed).
+// Built once per session: constant weights are reordered into the primitive's layout once
+// (BatchNormalization folded in first, in double), primitives are cached per run-time shape.
 //
 // NaN: oneDNN's relu post-op maps NaN to 0 where ONNX keeps it. A group with a Relu therefore scans
 // its non-constant inputs on each call (constants once, at build); when one holds NaN or Inf, the

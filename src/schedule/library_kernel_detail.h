@@ -1,5 +1,6 @@
 // Shared parts of the library-call kernels (library_kernel.cpp: matmul and Gemm;
-// library_kernel_conv.cpp: convolution). Internal to src/schedule.
+// library_kernel_conv.cpp: convolution; library_softmax.cpp: Softmax, LogSoftmax). Internal to
+// src/schedule.
 #pragma once
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -94,5 +95,6 @@ class KernelBase : public LibraryKernel {
 };
 
 std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGroup& grp);
+std::unique_ptr<LibraryKernel> make_softmax_kernel(const Graph& g, const LibraryGroup& grp);  // library_softmax.cpp
 
 }  // namespace kiln::schedule::library_detail
