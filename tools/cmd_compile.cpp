@@ -15,10 +15,13 @@ struct CompileArgs {
   std::string model;
   std::vector<std::string> dims;
   std::string dump_dir;
+  bool explain = false;
 };
 
 int run(const CompileArgs& a, Options options) {
   if (!a.dump_dir.empty()) options.dump_dir = a.dump_dir;
+  // --explain: the routing decisions and the plan, as KILN_DEBUG=route,fusion prints them.
+  if (a.explain) options.debug += options.debug.empty() ? "route,fusion" : ",route,fusion";
   auto start = std::chrono::steady_clock::now();
   Graph graph = import_onnx(a.model, options);
   std::map<std::string, int64_t> dims = resolve_dims(graph, {}, parse_dims(a.dims));
@@ -41,6 +44,7 @@ Command add_compile_command(CLI::App& app) {
   cmd->add_option("model", args->model, "an .onnx file")->required();
   cmd->add_option("--dim", args->dims, "SYMBOL=SIZE for a symbolic dimension (repeatable)");
   cmd->add_option("--dump-dir", args->dump_dir, "write the IR after every step and each generated kernel here");
+  cmd->add_flag("--explain", args->explain, "print each routed node (width, route, why) and the plan (steps, buffers)");
   return {cmd, [args](const Options& options) { return run(*args, options); }};
 }
 
