@@ -95,6 +95,7 @@ std::vector<ScalarExpr> all_loads(const RowKernel& k) {
   std::set<const ScalarNode*> seen;
   for (const RowReduction& r : k.reductions) collect_loads(r.body, loads, seen);
   collect_loads(k.output_body, loads, seen);
+  if (k.gather_column) collect_loads(*k.gather_column, loads, seen);
   return loads;
 }
 
@@ -182,7 +183,16 @@ void validate(const RowKernel& k) {
     check_body(k, k.reductions[r].body, r, false, "a reduction");
   }
   bool rows_out = k.output_kind == RowOutput::rows;
-  check_body(k, k.output_body, k.reductions.size(), rows_out, "the output");
+  if (k.gather_column) {
+    KILN_INTERNAL_CHECK(rows_out, "row kernel '{}': a gather column with an elements output", k.name);
+    KILN_INTERNAL_CHECK(k.domain.size() == static_cast<size_t>(k.row_rank) + 1,
+                        "row kernel '{}': a gather column needs exactly one reduced dim", k.name);
+    DType t = k.gather_column->dtype();
+    KILN_INTERNAL_CHECK(t == DType::i32 || t == DType::i64, "row kernel '{}': gather column of {}", k.name,
+                        dtype_name(t));
+    check_body(k, *k.gather_column, k.reductions.size(), true, "the gather column");
+  }
+  check_body(k, k.output_body, k.reductions.size(), rows_out && !k.gather_column, "the output");
   Expr want = product(rows_out ? rows : k.domain);
   KILN_INTERNAL_CHECK(product(k.output.sizes) == want, "row kernel '{}': output of {} elements, the {} has {}",
                       k.name, to_string(product(k.output.sizes)), rows_out ? "rows" : "domain", to_string(want));
@@ -219,7 +229,9 @@ std::string to_string(const RowKernel& k) {
   out += "]\n";
   for (size_t r = 0; r < k.reductions.size(); ++r)
     out += fmt::format("  r{} = {}({})\n", r, row_reduce_name(k.reductions[r].kind), text(k.reductions[r].body));
-  out += fmt::format("  out[{}] = {}\n", k.output_kind == RowOutput::rows ? "row" : "element", text(k.output_body));
+  if (k.gather_column) out += fmt::format("  col = {}\n", text(*k.gather_column));
+  out += fmt::format("  out[{}] = {}\n", k.gather_column ? "row at col" : k.output_kind == RowOutput::rows ? "row" : "element",
+                     text(k.output_body));
   return out;
 }
 

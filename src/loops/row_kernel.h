@@ -12,10 +12,16 @@
 // has no other leaf kinds, and a stray leaf is caught by validate of either kernel kind):
 //   row_result(k, dtype)  reduction k of this row (index 0);
 //   row_length(dtype)     the number of elements a row reduces (`cols`) as a float value.
+// A rows output may instead read one column per row (a gather after the reductions, e.g. LogSoftmax
+// + GatherElements): with gather_column set (an integer, row-level expression t), the output body is
+// an element-level expression evaluated only at column c = t (t + cols when t < 0). A t outside
+// [-cols, cols) reads nothing and writes NaN for that row (eager raises a user error there; a
+// kernel cannot throw). Gather kernels have exactly one reduced dim.
 // Numeric semantics are the pointwise IR's; max and min reductions propagate NaN (a NaN anywhere in
 // the row gives NaN), an empty row reduces to the identity (sum 0, max -inf, min +inf).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +48,8 @@ struct RowKernel {
   RowOutput output_kind = RowOutput::elements;
   // elements: as many elements as the domain (row-major over it); rows: as many as there are rows.
   TensorDesc output;
-  ScalarExpr output_body = constant(0.0, DType::f32);  // rows: must not depend on the reduced dims
+  ScalarExpr output_body = constant(0.0, DType::f32);  // rows: must not depend on the reduced dims...
+  std::optional<ScalarExpr> gather_column;              // ...unless this is set (rows output only)
 };
 
 // Input numbers from kRowLeafBase on are the row leaves, never kernel inputs.

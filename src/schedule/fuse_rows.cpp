@@ -175,8 +175,22 @@ class Finder {
         }
       }
     }
+    // Last, a gather of one column per row of the group's value (LogSoftmax + GatherElements): the
+    // kernel reads only that column after the reductions. After the upstream pass, so that the
+    // indices' producers stay outside (their value must be row-level).
+    if (std::optional<NodeId> gather = row_gather(last, split)) best.push_back(*gather);
     std::sort(best.begin(), best.end());
     return build(best, split, index);
+  }
+
+  // The one consumer of `last`'s value when it is a gather that can end the group.
+  std::optional<NodeId> row_gather(NodeId last, const RowSplit& split) const {
+    ValueId v = g_.nodes[size_t(last)].outputs[0];
+    if (v == kNoValue || graph_output_[size_t(v)] || uses_[size_t(v)] != 1 || consumers_[size_t(v)].size() != 1)
+      return std::nullopt;
+    NodeId c = consumers_[size_t(v)][0];
+    if (!free_node(c) || !row_gather_fits(g_, g_.nodes[size_t(c)], split)) return std::nullopt;
+    return c;
   }
 
   std::optional<RowGroup> build(const std::vector<NodeId>& nodes, const RowSplit& split, size_t index) const;
@@ -218,6 +232,7 @@ class RowBuilder {
   }
 
   std::optional<ScalarExpr> compute(const Node& n) {
+    if (is_row_gather_op(n)) return gather(n);
     const bool pointwise = pointwise_node_supported(g_, n);
     // A Reduce* node's axes (input 1) are no data: the kernel's split already has them.
     const bool reduce = n.op == OpKind::ReduceSum || n.op == OpKind::ReduceMean || n.op == OpKind::ReduceMax ||
@@ -238,6 +253,28 @@ class RowBuilder {
       k.reductions.push_back({kind, body});
       return loops::row_result(static_cast<int>(k.reductions.size() - 1), body.dtype());
     });
+  }
+
+  // The data's element-level value, read by the kernel at the row's index (row_gather_fits checked
+  // that the index is row-level: one per row).
+  std::optional<ScalarExpr> gather(const Node& n) {
+    std::optional<ScalarExpr> data = value(n.inputs[0]);
+    if (!data) return std::nullopt;
+    // The indices as an input read over the row variables alone (GatherElements: one per row;
+    // Gather: the one index), never through the column: validate wants the column row-level.
+    const Value& iv = g_.value(n.inputs[1]);
+    loops::RowKernel& k = group_.kernel;
+    int input = static_cast<int>(group_.inputs.size());
+    group_.inputs.push_back(n.inputs[1]);
+    k.inputs.push_back({iv.type.dtype, loops::sizes_of(iv.type.shape)});
+    loops::Expr at(0);
+    if (n.op == OpKind::GatherElements) {
+      std::vector<loops::Expr> vars = loops::index_vars(k);
+      vars.resize(static_cast<size_t>(k.row_rank));
+      at = loops::linear_index(vars, loops::row_major_strides(loops::row_sizes(k)));
+    }
+    k.gather_column = loops::load(input, at, iv.type.dtype);
+    return data;
   }
 
   const Graph& g_;
@@ -278,6 +315,7 @@ std::optional<RowGroup> Finder::build(const std::vector<NodeId>& nodes, const Ro
   std::optional<ScalarExpr> body = builder.value(group.output);
   if (!body || k.reductions.empty() || !find_symbol_sources(g_, group)) return std::nullopt;
   k.output_body = *body;
+  if (k.gather_column) k.output_kind = loops::RowOutput::rows;  // also when the width is 1
   loops::validate(k);
   return group;
 }

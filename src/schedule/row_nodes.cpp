@@ -86,6 +86,37 @@ std::optional<RowSplit> row_split(const Graph& g, const Node& n, const std::vect
   }
 }
 
+bool is_row_gather_op(const Node& n) { return n.op == OpKind::Gather || n.op == OpKind::GatherElements; }
+
+bool row_gather_fits(const Graph& g, const Node& n, const RowSplit& split) {
+  if (!is_row_gather_op(n) || n.inputs.size() != 2 || n.outputs.size() != 1 || !n.has_input(0) || !n.has_input(1))
+    return false;
+  if (split.is_reduce || split.domain.size() != static_cast<size_t>(split.p) + 1) return false;
+  const int rank = static_cast<int>(split.domain.size());
+  const TensorType& data = g.value(n.inputs[0]).type;
+  const Value& idx = g.value(n.inputs[1]);
+  const TensorType& out = g.value(n.outputs[0]).type;
+  if (n.inputs[1] == n.inputs[0] || !(data.shape == split.domain) || !float_type(data.dtype) || out.dtype != data.dtype)
+    return false;
+  if (idx.type.dtype != DType::i32 && idx.type.dtype != DType::i64) return false;
+  std::optional<int> axis = normalized_axis(n.attr_int("axis", 0), rank);
+  if (!axis || *axis != rank - 1) return false;
+  const Shape& is = idx.type.shape;
+  if (n.op == OpKind::GatherElements) {
+    if (is.size() != static_cast<size_t>(rank) || !is_one(is.back())) return false;
+    for (int d = 0; d < split.p; ++d)
+      if (!(is[static_cast<size_t>(d)] == split.domain[static_cast<size_t>(d)])) return false;
+  } else if (!(is.empty() || (is.size() == 1 && is_one(is[0])))) {
+    return false;
+  }
+  const Dim& width = split.domain.back();
+  if (idx.constant && width.is_static()) {  // out-of-range constants stay eager: it reports them
+    for (int64_t v : idx.constant->to_int64_vector())
+      if (v < -width.value || v >= width.value) return false;
+  }
+  return true;
+}
+
 ScalarExpr row_node_expr(const Node& n, const std::vector<std::optional<ScalarExpr>>& in, const AddReduction& reduce) {
   const ScalarExpr& x = *in.at(0);
   const DType t = x.dtype();

@@ -23,6 +23,16 @@ inline Graph softmax_graph(Shape shape, int axis = -1, bool log = false, DType d
   return finish(b);
 }
 
+// NLL's pattern: GatherElements(LogSoftmax(x [rows, w]), idx [rows, 1] (i64), axis -1).
+inline Graph log_softmax_gather_graph(Dim rows, Dim w) {
+  GraphBuilder b("log_softmax_gather");
+  ValueId x = b.input("x", DType::f32, Shape{rows, w});
+  ValueId idx = b.input("idx", DType::i64, Shape{rows, Dim::fixed(1)});
+  ValueId y = b.op(OpKind::LogSoftmax, {x}, {{"axis", -1}});
+  b.output(b.op(OpKind::GatherElements, {y, idx}, {{"axis", -1}}), "picked");
+  return finish(b);
+}
+
 // bert's attention probabilities: Softmax(scores + Where(mask, 0, -inf)) guarded by
 // Where(IsNaN(s), 0, s); scores [1, heads, seq, seq], mask [1, 1, seq, seq].
 inline Graph masked_softmax_graph(int64_t heads, Dim seq) {

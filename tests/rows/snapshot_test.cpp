@@ -1,6 +1,7 @@
-// Golden snapshots of generated row kernels: bert's LayerNorm (with its residual Add) and the masked
-// softmax with its NaN guard, as find_row_groups builds them over symbolic sizes. A change in the
-// emitter shows up here as a kernel diff; if intended, rerun with KILN_UPDATE_SNAPSHOTS=1.
+// Golden snapshots of generated row kernels: bert's LayerNorm (with its residual Add), the masked
+// softmax with its NaN guard and LogSoftmax + GatherElements, as find_row_groups builds them over
+// symbolic sizes. A change in the emitter shows up here as a kernel diff; if intended, rerun with
+// KILN_UPDATE_SNAPSHOTS=1.
 //
 // The vector math prelude (kiln_exp, ...) is left out of the snapshot: it has its own tests, and its
 // text changes with its implementation, not with the row emitter.
@@ -56,6 +57,12 @@ TEST(RowSnapshots, MaskedSoftmaxWithGuard) {
   std::string code = kernel_text(masked_softmax_graph(12, Dim::sym("seq")));
   EXPECT_EQ(code, kernel_text(masked_softmax_graph(12, Dim::sym("seq"))));
   check_snapshot(code, "masked_softmax.cpp.txt");
+}
+
+TEST(RowSnapshots, LogSoftmaxGather) {
+  std::string code = kernel_text(log_softmax_gather_graph(Dim::sym("n"), Dim::sym("w")));
+  EXPECT_EQ(code, kernel_text(log_softmax_gather_graph(Dim::sym("n"), Dim::sym("w"))));
+  check_snapshot(code, "log_softmax_gather.cpp.txt");
 }
 
 }  // namespace

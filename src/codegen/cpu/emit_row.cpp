@@ -1,6 +1,7 @@
 #include "codegen/cpu/emit_row.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <map>
 #include <optional>
@@ -124,6 +125,7 @@ struct Emission {
 
   std::string output_function() const {
     const bool rows = k.output_kind == loops::RowOutput::rows;
+    if (rows && k.gather_column) return gather_function();
     RowBodyEmitter e = body("  ", "    ");
     if (stash >= 0) e.replace(*stash_body, "out[o * cols + c]");
     std::string v = e.value(k.output_body);
@@ -141,6 +143,30 @@ struct Emission {
     s += "#pragma omp simd\n  for (int64_t c = begin; c < end; ++c) {\n";
     s += e.elem_lines() + fmt::format("    out[o * cols + c] = {};\n  }}\n}}\n\n", v);
     return s;
+  }
+
+  // A rows output read at one column per row: the element-level body runs once, at the wrapped
+  // column; a column outside [-cols, cols) reads nothing and gives NaN.
+  std::string gather_function() const {
+    // The column in a block of its own, with the column variable at 0 and no flat-index shortcut
+    // (for a width of 1 the index's load would otherwise look like an element-level one).
+    loops::ExprMap<Expr> row_subs = subs;
+    for (const Expr& v : loops::index_vars(k))
+      if (loops::depends_on(subs.at(v), col_var)) row_subs[v] = Expr(0);
+    RowBodyEmitter te(print, row_subs, col_var, Expr::var("kiln_no_flat", Expr(2)), "", "    ", "    ");
+    std::string tv = te.value(*k.gather_column);
+    RowBodyEmitter e = body("  ", "  ");
+    std::string v = e.value(k.output_body);
+    std::string s = fmt::format("// Row o's output: the body at column t of the row.\n"
+                                "static inline void write_row(const Args& a, const int64_t o{}) {{\n",
+                                result_params(k.reductions.size()));
+    s += "  int64_t t = 0;\n  {\n" + reindent(prologue(te, false), 2, 4) + te.row_lines() + te.elem_lines();
+    s += fmt::format("    t = static_cast<int64_t>({});\n  }}\n", tv);
+    s += prologue(e, true) + e.row_lines();
+    s += "  const int64_t c = t < 0 ? t + cols : t;\n";
+    s += fmt::format("  if (c < 0 || c >= cols) {{  // out of range: no read\n    out[o] = {};\n    return;\n  }}\n",
+                     literal(NAN, k.output.dtype));
+    return s + e.elem_lines() + fmt::format("  out[o] = {};\n}}\n\n", v);
   }
 
   std::string call_args(size_t count, const char* pattern) const {
