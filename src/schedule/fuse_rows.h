@@ -13,6 +13,10 @@
 //     -> Mul -> Add becomes one kernel with two reductions); the largest prefix in which only the last
 //     node's value leaves the group is kept. A keepdims=0 reduction ends the group (its value does not
 //     broadcast against the domain).
+//   gather: a LogSoftmax (or any group) whose last value's sole consumer is GatherElements(idx
+//     [rows..., 1], last axis) or Gather(scalar or [1] index, last axis) takes it: the kernel writes
+//     one value per row, read at the gathered column only after the reductions (an index outside
+//     [-C, C) known at compile time leaves the pair eager; one found at run time gives NaN).
 //   upstream: a pointwise producer whose value fits the domain, is no graph output, and is used only
 //     inside the group is computed in the kernel, recomputed per element that reads it (bert's
 //     attention mask Where over [1,1,S,S] is recomputed for each of the 12 heads).
