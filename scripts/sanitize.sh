@@ -11,3 +11,8 @@ ninja -C "$build"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cd "$build"
 ctest --output-on-failure -j2 -LE "zoo|conformance"
+# ThreadSanitizer needs a build of its own (build-tsan/, GCC, LLVM's OpenMP runtime under libgomp's
+# name): KILN_SANITIZE_TSAN=1 runs it after the ASan tests (docs/RELIABILITY.md).
+if [ "${KILN_SANITIZE_TSAN:-0}" = 1 ]; then
+  "$root/scripts/tsan.sh"
+fi
