@@ -96,4 +96,6 @@ async function main() {
   console.log(JSON.stringify({ latency_ms: median, times_ms: times, outputs }));
 }
 
-main().catch(e => { console.error(`ort_run: ${e.message}`); process.exit(1); });
+// Also a library for scripts/ort_server.js (the persistent peer of `kiln bench`).
+module.exports = { readNpy, writeNpy };
+if (require.main === module) main().catch(e => { console.error(`ort_run: ${e.message}`); process.exit(1); });

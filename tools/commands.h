@@ -20,6 +20,8 @@ Command add_check_command(CLI::App& app);
 Command add_settings_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
 Command add_compile_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
+Command add_profile_command(CLI::App& app);
 
 // "NAME=VALUE" splitting for --dim / --input / --set; a malformed item is a user error.
 std::pair<std::string, std::string> split_assignment(const std::string& item, const char* flag);

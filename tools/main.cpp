@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include "support/error.h"
+#include "tools/cmd_sweep.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
   app.add_option("--set", settings, "override a setting, NAME=VALUE (see `kiln settings`)");
   std::vector<tools::Command> commands = {tools::add_run_command(app), tools::add_check_command(app),
                                           tools::add_compare_command(app), tools::add_compile_command(app),
-                                          tools::add_settings_command(app)};
+                                          tools::add_settings_command(app), tools::add_bench_command(app),
+                                          tools::add_profile_command(app), tools::add_sweep_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -416,7 +416,7 @@ std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<
 
 std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed, const Options& options) {
   std::vector<LibraryGroup> groups = Matcher(g, claimed).run();
-  RoutingPolicy policy = routing_policy(options);
+  RoutingPolicy policy = routing_policy(options, device_routing_thresholds(options));
   std::vector<RoutedNode> routes = route_softmax_nodes(g, policy);
   if (options.debug_on("route")) std::fputs(explain_routes(g, routes, policy).c_str(), stderr);
   std::vector<char> taken(g.nodes.size(), 0);

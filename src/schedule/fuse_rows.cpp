@@ -329,7 +329,7 @@ std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& c
 std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& claimed, const Options& options) {
   std::vector<char> held(g.nodes.size(), 0);
   for (size_t i = 0; i < claimed.size() && i < held.size(); ++i) held[i] = claimed[i];
-  for (const RoutedNode& r : route_softmax_nodes(g, routing_policy(options)))
+  for (const RoutedNode& r : route_softmax_nodes(g, routing_policy(options, device_routing_thresholds(options))))
     if (r.decision.route != SoftmaxRoute::fused) held[size_t(r.site.node)] = 1;
   return Finder(g, held).run();
 }

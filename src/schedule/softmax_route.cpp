@@ -2,6 +2,12 @@
 #include "schedule/softmax_route.h"
 
 #include <fmt/format.h>
+#include <omp.h>
+
+#include "autotune/device_key.h"
+#include "autotune/tuning_db.h"
+#include "codegen/cpu/cpu_features.h"
+#include "codegen/cpu/kernel_cache.h"
 
 #include "schedule/row_nodes.h"
 #include "support/error.h"
@@ -25,6 +31,33 @@ RoutingThresholds default_routing_thresholds() {
   // fused below the split width and the library is never chosen by default; a calibration on a
   // machine where oneDNN wins sets library_min_width.
   return RoutingThresholds{.max_fused_width = 32767, .library_min_width = kNeverWidth, .source = "defaults"};
+}
+
+std::string routing_device_key(const Options& options) {
+  codegen::cpu::CpuFeatures f = codegen::cpu::detect_cpu_features();
+  const char* tier = f.has_avx512_tier() ? "avx512" : f.has_avx2_tier() ? "avx2" : "baseline";
+  int threads = options.threads > 0 ? static_cast<int>(options.threads) : omp_get_max_threads();
+  return autotune::device_key(autotune::cpu_model_name(), tier, threads);
+}
+
+std::string tuning_db_path(const Options& options) {
+  return (codegen::cpu::resolve_cache_dir(options) / autotune::kTuningFileName).string();
+}
+
+RoutingThresholds device_routing_thresholds(const Options& options, std::string* why) {
+  std::string reason;
+  try {
+    std::string db = tuning_db_path(options);
+    if (auto c = autotune::load_softmax_calibration(db, routing_device_key(options), &reason)) {
+      if (why) why->clear();
+      return RoutingThresholds{c->max_fused_width, c->library_min_width, "calibration " + db};
+    }
+    reason = fmt::format("{}: {}", db, reason);
+  } catch (const UserError& e) {  // no cache folder to look in
+    reason = e.what();
+  }
+  if (why) *why = reason;
+  return default_routing_thresholds();
 }
 
 RoutingPolicy routing_policy(const Options& options, RoutingThresholds thresholds) {
@@ -212,7 +245,7 @@ std::string explain_routes(const Graph& g, const std::vector<RoutedNode>& routes
 }
 
 std::string explain_softmax_routes(const Graph& g, const Options& options) {
-  RoutingPolicy p = routing_policy(options);
+  RoutingPolicy p = routing_policy(options, device_routing_thresholds(options));
   return explain_routes(g, route_softmax_nodes(g, p), p);
 }
 

@@ -54,6 +54,17 @@ struct RoutingThresholds {
 };
 RoutingThresholds default_routing_thresholds();
 
+// This device's calibration: the thresholds `kiln sweep softmax --store` measured, from the tuning
+// database <cache dir>/tuning.json (autotune/tuning_db.h) under routing_device_key(options), with
+// source "calibration <db path>"; without one (or with an unusable file) the defaults, and `why`
+// (if given) says why no calibration applied. Never throws for a missing or bad database.
+RoutingThresholds device_routing_thresholds(const Options& options, std::string* why = nullptr);
+// "<cpu model> | <feature tier> | <threads> threads": the threads are options.threads, or OpenMP's
+// count when that is 0.
+std::string routing_device_key(const Options& options);
+// <cache dir>/tuning.json (the cache dir as the kernel cache resolves it).
+std::string tuning_db_path(const Options& options);
+
 enum class RouteMode : uint8_t { automatic, fused, library, eager };
 
 // The routing settings of Options, checked, with the thresholds they apply to.

@@ -1,0 +1,306 @@
+// `kiln bench` and `kiln profile` end to end on a tiny model built here and saved as .onnx: the JSON
+// records, the accuracy verdict, the ONNX Runtime peer (or a SKIPPED when it is not installed), the
+// Chrome trace and the HTML report. No timing is asserted, only that times are there and ordered.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <onnx/onnx.pb.h>
+#include <random>
+#include <set>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+class BenchCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kiln_bench_test_" + std::to_string(getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "zoo" / "tiny");
+    write_tiny_model((dir_ / "zoo" / "tiny" / "tiny.onnx").string());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs kiln with a private kernel cache (stderr folded into the output).
+  Result kiln(const std::string& args) {
+    std::string cmd = "KILN_CACHE_DIR=" + (dir_ / "cache").string() + " " + KILN_BINARY + " " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    int status = pclose(p);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  }
+  std::string model() const { return (dir_ / "zoo" / "tiny" / "tiny.onnx").string(); }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+  // x f32[batch, 8] -> erf(x) + x*x -> MatMul -> Add -> Relu -> MatMul -> Softmax -> y f32[batch, 4]
+  static void write_tiny_model(const std::string& path) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    auto* opset = m.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(17);
+    auto* g = m.mutable_graph();
+    g->set_name("tiny");
+    auto value_info = [](onnx::ValueInfoProto* vi, const std::string& name, int last) {
+      vi->set_name(name);
+      auto* tt = vi->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(onnx::TensorProto::FLOAT);
+      tt->mutable_shape()->add_dim()->set_dim_param("batch");
+      tt->mutable_shape()->add_dim()->set_dim_value(last);
+    };
+    value_info(g->add_input(), "x", 8);
+    value_info(g->add_output(), "y", 4);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 0.5f);
+    auto init = [&](const std::string& name, std::vector<int64_t> dims) {
+      auto* t = g->add_initializer();
+      t->set_name(name);
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      int64_t n = 1;
+      for (int64_t d : dims) t->add_dims(d), n *= d;
+      for (int64_t i = 0; i < n; ++i) t->add_float_data(normal(rng));
+    };
+    init("w1", {8, 16});
+    init("b1", {16});
+    init("w2", {16, 4});
+    auto node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
+      auto* n = g->add_node();
+      n->set_op_type(op);
+      n->set_name(op + "_" + out);
+      for (auto& i : ins) n->add_input(i);
+      n->add_output(out);
+    };
+    node("Erf", {"x"}, "e");  // a pointwise group: a generated kernel in compiled mode
+    node("Mul", {"x", "x"}, "xx");
+    node("Add", {"e", "xx"}, "a");
+    node("MatMul", {"a", "w1"}, "h");
+    node("Add", {"h", "b1"}, "hb");
+    node("Relu", {"hb"}, "r");
+    node("MatMul", {"r", "w2"}, "z");
+    node("Softmax", {"z"}, "y");
+    std::ofstream f(path, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&f));
+  }
+
+  fs::path dir_;
+};
+
+json read_json(const std::string& path) {
+  std::ifstream f(path);
+  EXPECT_TRUE(f.good()) << path;
+  return json::parse(f);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+void expect_sane_side(const json& r, const std::string& side) {
+  SCOPED_TRACE(side);
+  ASSERT_TRUE(r[side + "_ms"].is_number()) << r.dump(2);
+  double p10 = r[side + "_p10_ms"], med = r[side + "_ms"], p90 = r[side + "_p90_ms"];
+  EXPECT_GT(med, 0.0);
+  EXPECT_LE(p10, med);
+  EXPECT_LE(med, p90);
+}
+
+TEST_F(BenchCli, JsonRecordHasEverySideCompileTimesAndAccuracy) {
+  Result r = kiln("bench " + model() + " --dim batch=3 --iters 3 --warmup 1 --threads 2 --json " + file("out.json") +
+                  " --html " + file("out.html"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "| model | sizes | eager ms | compiled ms | ORT ms")) << r.out;
+  json doc = read_json(file("out.json"));
+  EXPECT_EQ(doc["threads"], 2);
+  EXPECT_TRUE(doc["peer"].is_null());
+  ASSERT_EQ(doc["records"].size(), 1u);
+  const json& rec = doc["records"][0];
+  EXPECT_EQ(rec["model"], "tiny");
+  EXPECT_EQ(rec["dims"]["batch"], 3);
+  expect_sane_side(rec, "eager");
+  expect_sane_side(rec, "compiled");
+  EXPECT_TRUE(rec.contains("ort_ms") && rec["ort_ms"].is_null());
+  EXPECT_TRUE(rec["speedup_vs_ort"].is_null());
+  EXPECT_NEAR(rec["speedup_vs_eager"].get<double>(), rec["eager_ms"].get<double>() / rec["compiled_ms"].get<double>(), 1e-9);
+  EXPECT_GT(rec["compile_s_cold"].get<double>(), 0.0);
+  EXPECT_GT(rec["compile_s_warm"].get<double>(), 0.0);
+  EXPECT_EQ(rec["accuracy"], "pass") << rec.dump(2);
+  EXPECT_EQ(rec["rule"], "allclose");  // a softmax of a small MLP agrees to 1e-4
+  EXPECT_EQ(rec["accuracy_vs_eager"]["result"], "pass");
+  EXPECT_TRUE(rec["accuracy_vs_ort"].is_null());
+  EXPECT_EQ(rec["times_ms"]["eager"].size(), 3u);
+  EXPECT_EQ(rec["times_ms"]["compiled"].size(), 3u);
+  EXPECT_EQ(rec["ops"], 8);
+  EXPECT_LE(rec["kernels"].get<int>(), rec["ops"].get<int>());
+  ASSERT_FALSE(rec["top_kernels"].empty());
+  EXPECT_GE(rec["top_kernels"][0]["ms"].get<double>(), rec["top_kernels"].back()["ms"].get<double>());
+
+  std::string html = read_text(file("out.html"));
+  EXPECT_TRUE(contains(html, "<!DOCTYPE html>"));
+  EXPECT_TRUE(contains(html, "<svg"));
+  EXPECT_TRUE(contains(html, ">tiny<"));
+  EXPECT_TRUE(contains(html, "Sweep curves"));
+  EXPECT_FALSE(contains(html, "<script"));  // self-contained and static
+  for (size_t at = html.find("http"); at != std::string::npos; at = html.find("http", at + 1))  // nothing fetched
+    EXPECT_EQ(html.compare(at, 26, "http://www.w3.org/2000/svg"), 0) << html.substr(at, 60);
+}
+
+TEST_F(BenchCli, HtmlRendersInHeadlessChromium) {
+  if (system("command -v chromium >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "SKIPPED: chromium is not installed (apt-get install chromium) to render the HTML report";
+  Result r = kiln("bench " + model() + " --dim batch=2 --iters 2 --warmup 0 --html " + file("render.html"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  // --dump-dom prints the DOM after layout: the page parsed and its SVG elements exist.
+  std::string cmd = "timeout 120 chromium --headless --no-sandbox --disable-gpu --enable-logging=stderr --dump-dom "
+                    "file://" + file("render.html") + " 2>" + file("chromium.log");
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string dom;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) dom.append(buf, n);
+  int status = pclose(p);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_text(file("chromium.log"));
+  EXPECT_TRUE(contains(dom, "<svg")) << dom.substr(0, 400);
+  EXPECT_TRUE(contains(dom, "<rect")) << dom.substr(0, 400);
+  EXPECT_TRUE(contains(dom, ">tiny<")) << dom.substr(0, 400);
+  EXPECT_FALSE(contains(read_text(file("chromium.log")), "CONSOLE")) << read_text(file("chromium.log"));
+}
+
+TEST_F(BenchCli, SuiteFileFindsModelsAndSaysHowToMakeMissingOnes) {
+  std::ofstream(file("suite.txt")) << "# test suite\ntiny batch=2\n";
+  Result r = kiln("bench --suite " + file("suite.txt") + " --zoo-dir " + (dir_ / "zoo").string() +
+                  " --iters 2 --warmup 0 --threads 1 --json " + file("suite.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  json doc = read_json(file("suite.json"));
+  ASSERT_EQ(doc["records"].size(), 1u);
+  EXPECT_EQ(doc["records"][0]["dims"]["batch"], 2);
+  EXPECT_EQ(doc["records"][0]["accuracy"], "pass");
+
+  std::ofstream(file("missing.txt")) << "tiny batch=2\nbert batch=1 seq=8\n";
+  r = kiln("bench --suite " + file("missing.txt") + " --zoo-dir " + (dir_ / "zoo").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(contains(r.out, "make_zoo_weights.py bert")) << r.out;
+  EXPECT_FALSE(contains(r.out, "[bench tiny]")) << "must refuse before running anything: " << r.out;
+
+  std::ofstream(file("bad.txt")) << "tiny batch=two\n";
+  r = kiln("bench --suite " + file("bad.txt") + " --zoo-dir " + (dir_ / "zoo").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(contains(r.out, "bad.txt:1: expected SYMBOL=SIZE")) << r.out;
+}
+
+TEST_F(BenchCli, ZeroToleranceJudgesByTheFp64Oracle) {
+  // allclose at 0 fails unless compiled and eager agree bit for bit; then the RMSE rule needs the oracle.
+  Result r = kiln("bench " + model() + " --dim batch=5 --iters 1 --warmup 0 --tol 0 --json " + file("tol.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json rec = read_json(file("tol.json"))["records"][0];
+  EXPECT_EQ(rec["accuracy"], "pass") << rec.dump(2);
+  EXPECT_EQ(rec["rule"], "rmse") << rec.dump(2);
+  EXPECT_EQ(rec["oracle"], "fp64 reference run");
+  EXPECT_TRUE(contains(rec["accuracy_vs_eager"]["detail"].get<std::string>(), "rmse")) << rec.dump(2);
+  EXPECT_TRUE(contains(r.out, "running the fp64 reference")) << r.out;
+}
+
+TEST_F(BenchCli, RefusesCudaAndSaysHowToInstallAMissingPeer) {
+  Result r = kiln("bench " + model() + " --device cuda");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(contains(r.out, "no CUDA backend yet")) << r.out;
+  r = kiln("bench " + model() + " --peer ort --ort-dir " + file("no_ort_here"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(contains(r.out, "scripts/install_ort.sh build/ort")) << r.out;
+  EXPECT_FALSE(contains(r.out, "[bench tiny]")) << "must refuse before running anything: " << r.out;
+  r = kiln("bench " + model() + " --peer tvm");
+  EXPECT_EQ(r.code, 1) << r.out;
+}
+
+TEST_F(BenchCli, OnnxRuntimePeerRunsTheSameInputs) {
+  fs::path ort = fs::path(KILN_SOURCE_DIR) / "build" / "ort";
+  if (!fs::exists(ort / "node_modules" / "onnxruntime-node" / "package.json") || system("command -v node >/dev/null") != 0)
+    GTEST_SKIP() << "SKIPPED: ONNX Runtime for Node.js is not installed (scripts/install_ort.sh build/ort)";
+  Result r = kiln("bench " + model() + " --dim batch=3 --iters 3 --warmup 1 --threads 2 --peer ort --ort-dir " +
+                  ort.string() + " --json " + file("ort.json") + " --html " + file("ort.html"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  json doc = read_json(file("ort.json"));
+  EXPECT_TRUE(contains(doc["peer"].get<std::string>(), "ONNX Runtime"));
+  const json& rec = doc["records"][0];
+  expect_sane_side(rec, "ort");
+  EXPECT_EQ(rec["times_ms"]["ort"].size(), 3u);
+  EXPECT_TRUE(rec["speedup_vs_ort"].is_number());
+  EXPECT_EQ(rec["accuracy_vs_ort"]["result"], "pass") << rec.dump(2);
+  EXPECT_EQ(rec["accuracy"], "pass");
+  EXPECT_TRUE(contains(read_text(file("ort.html")), "compiled vs ONNX Runtime"));
+}
+
+TEST_F(BenchCli, ProfileTraceCoversEveryStepOfEveryRun) {
+  const int iters = 3;
+  Result r = kiln("profile " + model() + " --dim batch=3 --threads 2 --iters " + std::to_string(iters) + " --trace " +
+                  file("trace.json") + " --json " + file("profile.json") + " --html " + file("profile.html"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "coverage")) << r.out;
+  json prof = read_json(file("profile.json"));
+  const int steps = prof["steps"];
+  ASSERT_GT(steps, 0);
+  json trace = read_json(file("trace.json"));
+  ASSERT_TRUE(trace["traceEvents"].is_array());
+  std::map<int, std::map<int, int>> seen;  // pid -> step -> events
+  std::map<int, int> runs;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    EXPECT_GE(e["ts"].get<double>(), 0.0);
+    if (e["cat"] == "run") {
+      runs[e["pid"]]++;
+      continue;
+    }
+    ASSERT_TRUE(e["args"].contains("source_nodes") && e["args"].contains("output")) << e.dump();
+    EXPECT_FALSE(e["args"]["source_nodes"].empty()) << e.dump();
+    EXPECT_EQ(e["args"]["kind"], e["cat"]);
+    seen[e["pid"]][e["args"]["step"]]++;
+  }
+  EXPECT_EQ(runs[1], iters);  // the compiled mode (pid 1) and eager (pid 2)
+  EXPECT_EQ(runs[2], iters);
+  ASSERT_EQ(static_cast<int>(seen[1].size()), steps);
+  for (auto& [step, count] : seen[1]) EXPECT_EQ(count, iters) << "step " << step;
+  EXPECT_EQ(seen[2].size(), 8u);  // eager: one step per node
+
+  const json& t = prof["op_table"];
+  std::set<std::string> ops;
+  double eager_sum = 0;
+  for (const json& row : t["rows"]) {
+    ops.insert(row["op"].get<std::string>());
+    eager_sum += row["eager_ms"].get<double>();
+  }
+  EXPECT_EQ(ops, (std::set<std::string>{"Erf", "Mul", "MatMul", "Add", "Relu", "Softmax"}));
+  EXPECT_NEAR(eager_sum, t["eager_table_ms"].get<double>(), 1e-9);
+  EXPECT_GT(t["compiled_coverage"].get<double>(), 0.0);
+  EXPECT_LE(t["compiled_coverage"].get<double>(), 1.0 + 1e-9);  // steps lie inside the run
+  std::string html = read_text(file("profile.html"));
+  EXPECT_TRUE(contains(html, "<svg") && contains(html, "MatMul"));
+}
+
+TEST_F(BenchCli, ProfileEagerModeOnTheBundledModel) {
+  Result r = kiln("profile --mode eager --dim seq=8 --iters 2 --warmup 0 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "kernels (eager)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "MatMul")) << r.out;
+  r = kiln("profile --mode fast");
+  EXPECT_EQ(r.code, 1) << r.out;
+}
+
+}  // namespace

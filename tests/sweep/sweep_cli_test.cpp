@@ -1,0 +1,110 @@
+// `kiln sweep softmax` end to end on a tiny width list (no timing asserted): the table, the --json
+// records (fields, one chosen route per width), --store and the router naming the calibration after it.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace kiln::sweep_test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class SweepCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "kiln-sweep-cli-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root = pattern;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  // Runs kiln with `args` against the private cache; returns the exit code, stdout in `out`.
+  int kiln(const std::string& args, std::string& out) {
+    std::string cmd = "KILN_CACHE_DIR='" + (root / "cache").string() + "' KILN_COMPILE_JOBS=2 '" KILN_BINARY "' " +
+                      args + " > '" + (root / "out.txt").string() + "' 2> '" + (root / "err.txt").string() + "'";
+    int rc = std::system(cmd.c_str());
+    out = read(root / "out.txt") + read(root / "err.txt");
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  }
+  // Whether this kiln has the sweep command (tools/main.cpp registers it).
+  bool has_sweep() {
+    std::string out;
+    return kiln("--help", out) == 0 && out.find("\n  sweep ") != std::string::npos;
+  }
+  fs::path root;
+};
+
+TEST_F(SweepCli, TinySweepWritesRecordsAndStoresThresholds) {
+  std::string out;
+  if (!has_sweep()) GTEST_SKIP() << "`kiln sweep` is not registered in tools/main.cpp yet";
+  const std::string tiny = "sweep softmax --threads 1 --widths 64,300,64 --no-attention --elements 2048 --budget-ms 2";
+  const fs::path json_file = root / "sweep.json";
+  ASSERT_EQ(kiln(tiny + " --json '" + json_file.string() + "'", out), 0) << out;
+  EXPECT_NE(out.find("routing now uses: defaults"), std::string::npos) << out;
+  EXPECT_NE(out.find("copy bandwidth"), std::string::npos) << out;
+  EXPECT_NE(out.find("not stored"), std::string::npos) << out;
+
+  nlohmann::json j = nlohmann::json::parse(read(json_file));
+  ASSERT_TRUE(j.contains("copy_gbps") && j["copy_gbps"].is_number()) << j.dump();
+  EXPECT_GT(j["copy_gbps"].get<double>(), 0.0);
+  ASSERT_TRUE(j["records"].is_array());
+  std::map<int64_t, int> chosen, routes;
+  for (const auto& r : j["records"]) {
+    for (const char* field : {"width", "route", "gbps", "ns_per_row", "chosen"})
+      ASSERT_TRUE(r.contains(field)) << field << " in " << r.dump();
+    std::string route = r["route"].get<std::string>();
+    EXPECT_TRUE(route == "fused" || route == "split" || route == "library") << route;
+    EXPECT_GT(r["gbps"].get<double>(), 0.0);
+    EXPECT_GT(r["ns_per_row"].get<double>(), 0.0);
+    int64_t w = r["width"].get<int64_t>();
+    routes[w]++;
+    chosen[w] += r["chosen"].get<bool>() ? 1 : 0;
+  }
+  EXPECT_EQ(routes, (std::map<int64_t, int>{{64, 3}, {300, 3}}));  // the duplicate width once
+  EXPECT_EQ(chosen, (std::map<int64_t, int>{{64, 1}, {300, 1}}));  // exactly one chosen route per width
+  EXPECT_TRUE(j["stored"].is_null());
+  EXPECT_TRUE(j["attention"].empty());
+
+  ASSERT_EQ(kiln(tiny + " --store", out), 0) << out;
+  const fs::path db = root / "cache" / "tuning.json";
+  EXPECT_TRUE(fs::exists(db));
+  EXPECT_NE(out.find("routing now uses: calibration " + db.string()), std::string::npos) << out;
+  // The next run starts from the stored calibration; another thread count is another device.
+  ASSERT_EQ(kiln(tiny, out), 0) << out;
+  EXPECT_NE(out.find("routing now uses: calibration " + db.string()), std::string::npos) << out;
+  ASSERT_EQ(kiln("sweep softmax --threads 2 --widths 64 --no-attention --elements 512 --budget-ms 1", out), 0) << out;
+  EXPECT_NE(out.find("routing now uses: defaults"), std::string::npos) << out;
+}
+
+TEST_F(SweepCli, BadArgumentsAreUserErrors) {
+  std::string out;
+  if (!has_sweep()) GTEST_SKIP() << "`kiln sweep` is not registered in tools/main.cpp yet";
+  EXPECT_EQ(kiln("sweep softmax --device gpu --widths 64", out), 1);
+  EXPECT_NE(out.find("only cpu"), std::string::npos) << out;
+  EXPECT_EQ(kiln("sweep softmax --dtype f16 --widths 64", out), 1);
+  EXPECT_EQ(kiln("sweep softmax --widths 0", out), 1);
+  // A corrupt database: the sweep says the defaults apply and why.
+  std::filesystem::create_directories(root / "cache");
+  std::ofstream(root / "cache" / "tuning.json") << "{not json";
+  ASSERT_EQ(kiln("sweep softmax --threads 1 --widths 64 --no-attention --elements 512 --budget-ms 1", out), 0) << out;
+  EXPECT_NE(out.find("routing now uses: defaults"), std::string::npos) << out;
+  EXPECT_NE(out.find("corrupt"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kiln::sweep_test

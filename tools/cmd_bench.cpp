@@ -1,0 +1,187 @@
+// kiln bench MODEL.onnx... | --suite zoo: kiln eager, kiln compiled and (--peer ort) ONNX Runtime on the
+// same inputs and threads in one process, with compile times and accuracy; a table, --json, --html.
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <optional>
+
+#include "report/bench.h"
+#include "report/html.h"
+#include "report/locate.h"
+#include "report/ort_peer.h"
+#include "support/error.h"
+#include "tools/commands.h"
+
+namespace kiln::tools {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct BenchArgs {
+  std::vector<std::string> models, dims;
+  std::string suite, zoo_dir, peer, ort_dir, json_file, html_file, device = "cpu";
+  int64_t threads = 0;
+  int iters = 30, warmup = 5, top = 10;
+  double tol = 1e-4;
+  uint64_t seed = 1;
+};
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+  return buf;
+}
+
+// The command as a person would type it again (for the reports).
+std::string command_line(const BenchArgs& a, int threads) {
+  std::string c = "kiln bench";
+  for (const auto& m : a.models) c += " " + m;
+  if (!a.suite.empty()) c += " --suite " + a.suite;
+  for (const auto& d : a.dims) c += " --dim " + d;
+  if (!a.peer.empty()) c += " --peer " + a.peer;
+  c += fmt::format(" --threads {} --iters {} --warmup {}", threads, a.iters, a.warmup);
+  return c;
+}
+
+std::vector<report::BenchModel> models_to_run(const BenchArgs& a) {
+  std::map<std::string, int64_t> dims = parse_dims(a.dims);
+  std::vector<report::BenchModel> models;
+  if (!a.suite.empty()) {
+    fs::path file = a.suite;
+    if (!fs::exists(file)) {
+      auto found = report::find_project_file(fs::path("bench") / "models" / (a.suite + ".txt"));
+      if (!found) user_error("--suite {}: no file {} nor bench/models/{}.txt near the current folder or the kiln binary",
+                             a.suite, a.suite, a.suite);
+      file = *found;
+    }
+    fs::path zoo = a.zoo_dir;
+    if (zoo.empty()) zoo = report::find_project_file("build/zoo").value_or(fs::path("build/zoo"));
+    models = report::read_suite(file, zoo);
+  }
+  for (const auto& path : a.models) {
+    if (!fs::exists(path)) user_error("{}: no such file", path);
+    models.push_back({fs::path(path).stem().string(), path, {}});
+  }
+  if (models.empty()) models.push_back({"demo", "", {}});  // as `kiln run` does: the bundled transformer
+  for (auto& m : models)
+    for (const auto& [k, v] : dims) m.dims[k] = v;  // --dim overrides the suite's sizes
+  return models;
+}
+
+std::string cell(const json& v, const char* fmt_spec, const char* suffix = "") {
+  if (!v.is_number()) return "-";
+  return fmt::format(fmt::runtime(fmt_spec), v.get<double>()) + suffix;
+}
+
+void print_table(const std::vector<json>& records) {
+  std::printf("| model | sizes | eager ms | compiled ms | ORT ms | compiled vs eager | compiled vs ORT | "
+              "compile cold s | compile warm s | kernels / ops | accuracy |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const json& r : records) {
+    std::string sizes;
+    for (auto& [k, v] : r["dims"].items()) sizes += fmt::format("{}{}={}", sizes.empty() ? "" : " ", k, v.dump());
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d / %d | %s (%s) |\n",
+                r["model"].get<std::string>().c_str(), sizes.c_str(), cell(r["eager_ms"], "{:.2f}").c_str(),
+                cell(r["compiled_ms"], "{:.2f}").c_str(), cell(r["ort_ms"], "{:.2f}").c_str(),
+                cell(r["speedup_vs_eager"], "{:.2f}", "x").c_str(), cell(r["speedup_vs_ort"], "{:.2f}", "x").c_str(),
+                cell(r["compile_s_cold"], "{:.2f}").c_str(), cell(r["compile_s_warm"], "{:.2f}").c_str(),
+                r["kernels"].get<int>(), r["ops"].get<int>(), r["accuracy"].get<std::string>().c_str(),
+                r["rule"].get<std::string>().c_str());
+  }
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  fs::path p(path), part = p;
+  part += ".part";
+  {
+    std::ofstream f(part, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f) user_error("cannot write {}", path);
+  }
+  fs::rename(part, p);
+}
+
+int run(const BenchArgs& a, Options options) {
+  if (a.device != "cpu") {
+    if (a.device == "cuda") user_error("--device cuda: no CUDA backend yet (kiln runs on the CPU only for now)");
+    user_error("--device must be cpu or cuda, got '{}'", a.device);
+  }
+  if (a.iters < 1) user_error("--iters must be at least 1");
+  if (a.warmup < 0) user_error("--warmup must be >= 0");
+  if (!(a.tol >= 0)) user_error("--tol must be >= 0");
+  if (!a.peer.empty() && a.peer != "ort") user_error("--peer must be ort, got '{}'", a.peer);
+  apply_threads(options, a.threads);
+  const int threads = omp_get_max_threads();
+  std::vector<report::BenchModel> models = models_to_run(a);
+
+  std::optional<report::OrtPeer> peer;
+  if (a.peer == "ort") peer.emplace(report::locate_ort(a.ort_dir));  // fails before any work when missing
+
+  report::BenchSettings settings;
+  settings.iters = a.iters;
+  settings.warmup = a.warmup;
+  settings.seed = a.seed;
+  settings.top_kernels = a.top;
+  settings.tol = a.tol;
+  json doc = {{"kiln_version", KILN_VERSION},
+              {"date", utc_now()},
+              {"command", command_line(a, threads)},
+              {"threads", threads},
+              {"iters", a.iters},
+              {"warmup", a.warmup},
+              {"peer", peer ? json("ONNX Runtime " + peer->version() + " (onnxruntime-node, CPU)") : json()},
+              {"records", json::array()}};
+  std::vector<json> records;
+  for (const auto& m : models) {
+    records.push_back(report::bench_model(m, settings, options, peer ? &*peer : nullptr, threads));
+    doc["records"] = records;
+    if (!a.json_file.empty()) write_file(a.json_file, doc.dump(2) + "\n");  // after each model: nothing lost
+  }
+  std::printf("%s, %d threads, %d timed runs per side (median; speedup = other / compiled)%s\n",
+              doc["date"].get<std::string>().c_str(), threads, a.iters,
+              peer ? (", peer " + doc["peer"].get<std::string>()).c_str() : "");
+  print_table(records);
+  if (!a.html_file.empty()) write_file(a.html_file, report::bench_html(doc));
+  int failed = 0;
+  for (const json& r : records)
+    if (r["accuracy"] != "pass") {
+      ++failed;
+      std::string vs_ort = r["accuracy_vs_ort"].is_null() ? "" : "; vs ORT: " + r["accuracy_vs_ort"]["detail"].get<std::string>();
+      std::printf("accuracy FAILED for %s: vs eager: %s%s\n", r["model"].get<std::string>().c_str(),
+                  r["accuracy_vs_eager"]["detail"].get<std::string>().c_str(), vs_ort.c_str());
+    }
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "latency of kiln eager, kiln compiled and (--peer ort) ONNX Runtime, compile time and accuracy");
+  cmd->add_option("models", args->models, ".onnx files (none and no --suite: the bundled demo transformer)");
+  cmd->add_option("--suite", args->suite, "a suite of bench/models (e.g. zoo) or a suite file");
+  cmd->add_option("--zoo-dir", args->zoo_dir, "where suite models are: DIR/NAME/NAME.onnx (default build/zoo)");
+  cmd->add_option("--dim", args->dims, "SYMBOL=SIZE for a symbolic dimension (repeatable; overrides the suite's)");
+  cmd->add_option("--threads", args->threads, "threads for every side (default: every core)");
+  cmd->add_option("--iters", args->iters, "timed runs per side (default 30)");
+  cmd->add_option("--warmup", args->warmup, "untimed runs per side first (default 5)");
+  cmd->add_option("--peer", args->peer, "ort: also ONNX Runtime (onnxruntime-node, scripts/install_ort.sh build/ort)");
+  cmd->add_option("--ort-dir", args->ort_dir, "the folder holding node_modules/onnxruntime-node (default build/ort)");
+  cmd->add_option("--json", args->json_file, "write one record per model to this file");
+  cmd->add_option("--html", args->html_file, "write a self-contained HTML report (inline SVG charts) to this file");
+  cmd->add_option("--device", args->device, "cpu (cuda: not yet)");
+  cmd->add_option("--seed", args->seed, "seed for the generated inputs");
+  cmd->add_option("--tol", args->tol,
+                  "allclose tolerance of the accuracy rule (default 1e-4; 0 forces the fp64 RMSE check)");
+  cmd->add_option("--top", args->top, "kernels per model in the report's top list (default 10)");
+  return {cmd, [args](const Options& options) { return run(*args, options); }};
+}
+
+}  // namespace kiln::tools

@@ -1,0 +1,174 @@
+// kiln profile MODEL.onnx: time per kernel over N runs, the time mapped back to source op types (eager
+// against compiled), and a Chrome trace. The model runs in both modes, runs alternating.
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include "ir/graph.h"
+#include "kiln/session.h"
+#include "onnx/import.h"
+#include "report/html.h"
+#include "report/profile.h"
+#include "runtime/demo_model.h"
+#include "runtime/inputs.h"
+#include "support/error.h"
+#include "tools/commands.h"
+
+namespace kiln::tools {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct ProfileArgs {
+  std::string model, mode = "compiled", trace_file, json_file, html_file;
+  std::vector<std::string> dims;
+  int64_t threads = 0;
+  int iters = 10, warmup = 2, top = 20;
+  uint64_t seed = 1;
+};
+
+constexpr double kCoverageTolerance = 0.05;  // the op table must account for all but 5% of the run
+
+void write_file(const std::string& path, const std::string& text) {
+  fs::path part = fs::path(path);
+  part += ".part";
+  {
+    std::ofstream f(part, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f) user_error("cannot write {}", path);
+  }
+  fs::rename(part, path);
+}
+
+std::string joined(const std::vector<std::string>& items, size_t max_items) {
+  std::string s;
+  for (size_t i = 0; i < items.size() && i < max_items; ++i) s += (i ? " " : "") + items[i];
+  if (items.size() > max_items) s += fmt::format(" (+{})", items.size() - max_items);
+  return s;
+}
+
+void print_kernels(const std::vector<report::KernelTime>& kernels, const std::string& mode, int runs, double e2e,
+                   int top) {
+  std::vector<const report::KernelTime*> order;
+  std::map<std::string, std::pair<int, double>> by_kind;
+  for (const auto& k : kernels) {
+    order.push_back(&k);
+    by_kind[k.kind].first++;
+    by_kind[k.kind].second += k.mean_ms;
+  }
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->mean_ms > b->mean_ms; });
+  std::printf("kernels (%s): %zu steps, mean over %d runs, %.3f ms end to end\n", mode.c_str(), kernels.size(), runs, e2e);
+  for (const auto& [kind, v] : by_kind)
+    std::printf("  %-10s %4d steps %10.3f ms (%5.1f%%)\n", kind.c_str(), v.first, v.second,
+                e2e > 0 ? 100 * v.second / e2e : 0.0);
+  std::printf("  %4s %10s %7s  %-10s %-34s %s\n", "#", "ms/run", "share", "kind", "label", "source ops");
+  for (size_t i = 0; i < order.size() && i < static_cast<size_t>(top); ++i) {
+    const auto& k = *order[i];
+    std::string label = k.label.size() > 34 ? k.label.substr(0, 33) + "~" : k.label;
+    std::printf("  %4zu %10.3f %6.1f%%  %-10s %-34s %s\n", i + 1, k.mean_ms, e2e > 0 ? 100 * k.mean_ms / e2e : 0.0,
+                k.kind.c_str(), label.c_str(), joined(k.source_ops, 8).c_str());
+  }
+}
+
+bool print_op_table(const report::OpTable& t) {
+  std::printf("\ntime by source op type (ms per run; a step's time is split over its source nodes in proportion "
+              "to their eager times, evenly when a node has none):\n");
+  std::printf("  %-24s %8s %11s %9s %11s %9s\n", "op", "eager n", "eager ms", "comp. n", "compiled ms", "comp/eager");
+  for (const auto& r : t.rows)
+    std::printf("  %-24s %8d %11.3f %9d %11.3f %9s\n", r.op.c_str(), r.eager_nodes, r.eager_ms, r.compiled_nodes,
+                r.compiled_ms, r.eager_ms > 0 ? fmt::format("{:.2f}", r.compiled_ms / r.eager_ms).c_str() : "-");
+  std::printf("  %-24s %8s %11.3f %9s %11.3f\n", "table total", "", t.eager_table_ms, "", t.compiled_table_ms);
+  std::printf("  %-24s %8s %11.3f %9s %11.3f\n", "end to end", "", t.eager_e2e_ms, "", t.compiled_e2e_ms);
+  bool eager_ok = std::abs(1 - t.eager_coverage()) <= kCoverageTolerance;
+  bool compiled_ok = std::abs(1 - t.compiled_coverage()) <= kCoverageTolerance;
+  std::printf("  %-24s %8s %10.1f%% %9s %10.1f%%   %s\n", "coverage", "", 100 * t.eager_coverage(), "",
+              100 * t.compiled_coverage(),
+              eager_ok && compiled_ok ? "(within 5% of end to end: OK)"
+                                      : "(WARNING: more than 5% of the run is outside the steps: executor overhead)");
+  return eager_ok && compiled_ok;
+}
+
+int run(const ProfileArgs& a, Options options) {
+  if (a.mode != "compiled" && a.mode != "eager") user_error("--mode must be compiled or eager, got '{}'", a.mode);
+  if (a.iters < 1) user_error("--iters must be at least 1");
+  if (a.warmup < 0) user_error("--warmup must be >= 0");
+  apply_threads(options, a.threads);
+  Graph graph = a.model.empty() ? demo_transformer() : import_onnx(a.model, options);
+  std::map<std::string, int64_t> dims = resolve_dims(graph, {}, parse_dims(a.dims));
+  Session eager = Session::from_graph(Graph(graph), Mode::eager, options, dims);
+  Session compiled = Session::from_graph(std::move(graph), Mode::compiled, options, dims);
+  std::map<std::string, Tensor> inputs = make_inputs(eager.graph(), {}, a.seed);
+
+  for (int i = 0; i < a.warmup; ++i) {
+    eager.run(inputs);
+    compiled.run(inputs);
+  }
+  std::vector<report::TimedRun> eager_runs(static_cast<size_t>(a.iters)), compiled_runs(static_cast<size_t>(a.iters));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto profiled = [&](const Session& s, report::TimedRun& r) {
+    r.start_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    s.run(inputs, &r.profile);
+  };
+  for (size_t i = 0; i < static_cast<size_t>(a.iters); ++i) {  // alternating, the first side rotating
+    if (i % 2 == 0) profiled(eager, eager_runs[i]);
+    profiled(compiled, compiled_runs[i]);
+    if (i % 2 == 1) profiled(eager, eager_runs[i]);
+  }
+
+  const bool is_compiled = a.mode == "compiled";
+  const auto& runs = is_compiled ? compiled_runs : eager_runs;
+  std::vector<report::KernelTime> kernels = report::kernel_times(runs);
+  double e2e = report::mean_total_ms(runs);
+  std::string model_name = a.model.empty() ? "(bundled demo transformer)" : a.model;
+  std::printf("model: %s, %d threads\n", model_name.c_str(), omp_get_max_threads());
+  print_kernels(kernels, a.mode, a.iters, e2e, a.top);
+  report::OpTable table = report::op_table(eager_runs, compiled_runs);
+  print_op_table(table);
+
+  if (!a.trace_file.empty()) {
+    std::vector<report::TraceProcess> procs = {{"kiln " + a.mode, &runs},
+                                               {std::string("kiln ") + (is_compiled ? "eager" : "compiled"),
+                                                is_compiled ? &eager_runs : &compiled_runs}};
+    write_file(a.trace_file, report::chrome_trace(procs).dump() + "\n");
+    std::printf("trace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n", a.trace_file.c_str());
+  }
+  if (!a.json_file.empty() || !a.html_file.empty()) {
+    std::time_t now = std::time(nullptr);
+    char date[32];
+    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+    json doc = {{"model", model_name}, {"mode", a.mode}, {"iters", a.iters}, {"threads", omp_get_max_threads()},
+                {"date", date}, {"dims", dims}, {"steps", kernels.size()}, {"e2e_ms", e2e},
+                {"kernels", report::kernels_json(kernels, e2e, static_cast<size_t>(a.top))},
+                {"op_table", report::op_table_json(table)}};
+    if (!a.json_file.empty()) write_file(a.json_file, doc.dump(2) + "\n");
+    if (!a.html_file.empty()) write_file(a.html_file, report::profile_html(doc));
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_profile_command(CLI::App& app) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "profile", "time per kernel, time per source op type (eager vs compiled), Chrome trace");
+  cmd->add_option("model", args->model, "an .onnx file (default: the bundled demo transformer)");
+  cmd->add_option("--mode", args->mode, "whose kernels to list first: compiled (default) or eager");
+  cmd->add_option("--trace", args->trace_file, "write a Chrome trace (Perfetto, chrome://tracing) of every run");
+  cmd->add_option("--iters", args->iters, "profiled runs per mode (default 10)");
+  cmd->add_option("--warmup", args->warmup, "untimed runs per mode first (default 2)");
+  cmd->add_option("--dim", args->dims, "SYMBOL=SIZE for a symbolic dimension (repeatable)");
+  cmd->add_option("--threads", args->threads, "worker threads (default: every core)");
+  cmd->add_option("--top", args->top, "kernels to list (default 20)");
+  cmd->add_option("--seed", args->seed, "seed for the generated inputs");
+  cmd->add_option("--json", args->json_file, "write the kernels and the op table as JSON");
+  cmd->add_option("--html", args->html_file, "write a self-contained HTML report");
+  return {cmd, [args](const Options& options) { return run(*args, options); }};
+}
+
+}  // namespace kiln::tools
