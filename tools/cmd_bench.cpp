@@ -26,7 +26,7 @@ struct BenchArgs {
   std::vector<std::string> models, dims;
   std::string suite, zoo_dir, peer, ort_dir, json_file, html_file, device = "cpu";
   int64_t threads = 0;
-  int iters = 30, warmup = 5, top = 10;
+  int iters = 30, warmup = 5, top = 10, settle_ms = 50;
   double tol = 1e-4;
   uint64_t seed = 1;
 };
@@ -114,6 +114,7 @@ int run(const BenchArgs& a, Options options) {
   }
   if (a.iters < 1) user_error("--iters must be at least 1");
   if (a.warmup < 0) user_error("--warmup must be >= 0");
+  if (a.settle_ms < 0) user_error("--settle-ms must be >= 0");
   if (!(a.tol >= 0)) user_error("--tol must be >= 0");
   if (!a.peer.empty() && a.peer != "ort") user_error("--peer must be ort, got '{}'", a.peer);
   apply_threads(options, a.threads);
@@ -129,6 +130,7 @@ int run(const BenchArgs& a, Options options) {
   settings.seed = a.seed;
   settings.top_kernels = a.top;
   settings.tol = a.tol;
+  settings.settle_ms = a.settle_ms;
   json doc = {{"kiln_version", KILN_VERSION},
               {"date", utc_now()},
               {"command", command_line(a, threads)},
@@ -180,6 +182,8 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "seed for the generated inputs");
   cmd->add_option("--tol", args->tol,
                   "allclose tolerance of the accuracy rule (default 1e-4; 0 forces the fp64 RMSE check)");
+  cmd->add_option("--settle-ms", args->settle_ms,
+                  "idle ms before each run so the last side's spinning worker threads stop (default 50)");
   cmd->add_option("--top", args->top, "kernels per model in the report's top list (default 10)");
   return {cmd, [args](const Options& options) { return run(*args, options); }};
 }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <thread>
 
 #include "ir/graph.h"
 #include "kiln/session.h"
@@ -112,6 +113,7 @@ json bench_model(const BenchModel& m, const BenchSettings& s, const Options& opt
   const int sides = peer ? 3 : 2;
   std::vector<std::vector<double>> times(static_cast<size_t>(sides));
   auto run_side = [&](int side) {
+    if (s.settle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.settle_ms));
     if (side == 2) return peer->run();
     const Session& session = side == 0 ? eager : compiled;
     auto start = Clock::now();

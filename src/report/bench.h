@@ -26,6 +26,9 @@ struct BenchSettings {
   int profile_runs = 3;  // profiled compiled runs after the timed ones, for the top kernels
   int top_kernels = 10;
   uint64_t seed = 1;
+  // Idle time before each run, untimed: ONNX Runtime's and OpenMP's worker threads spin for a while
+  // after a run returns, and on a machine with few cores that slows whichever side runs next.
+  int settle_ms = 50;
   double tol = 1e-4;        // allclose tolerance of the accuracy rule
   double multiplier = 2.0;  // its RMSE multiplier
 };
