@@ -120,15 +120,17 @@ class KernelBuilder {
   std::map<std::pair<ValueId, Index>, ScalarExpr> memo_;
 };
 
-// Where each kernel symbol's size comes from at run time; false if some symbol has no source.
-bool find_symbol_sources(const Graph& g, PointwiseGroup& group) {
-  for (const loops::Expr& s : loops::kernel_symbols(group.kernel)) {
+}  // namespace
+
+bool find_symbol_sources(const Graph& g, const std::vector<ValueId>& inputs, const std::vector<loops::Expr>& symbols,
+                         std::vector<SymbolSource>& sources) {
+  for (const loops::Expr& s : symbols) {
     bool found = false;
-    for (size_t i = 0; i < group.inputs.size() && !found; ++i) {
-      const Shape& shape = g.value(group.inputs[i]).type.shape;
+    for (size_t i = 0; i < inputs.size() && !found; ++i) {
+      const Shape& shape = g.value(inputs[i]).type.shape;
       for (size_t d = 0; d < shape.size() && !found; ++d)
         if (!shape[d].is_static() && shape[d].symbol == s.name()) {
-          group.symbols.push_back({static_cast<int>(i), static_cast<int>(d)});
+          sources.push_back({static_cast<int>(i), static_cast<int>(d)});
           found = true;
         }
     }
@@ -136,8 +138,6 @@ bool find_symbol_sources(const Graph& g, PointwiseGroup& group) {
   }
   return true;
 }
-
-}  // namespace
 
 std::vector<PointwiseGroup> find_pointwise_groups(const Graph& g, const std::vector<char>& claimed) {
   std::vector<std::vector<NodeId>> consumers(g.values.size());
@@ -172,7 +172,7 @@ std::vector<PointwiseGroup> find_pointwise_groups(const Graph& g, const std::vec
     group.kernel.name = "fused_" + std::to_string(kept.size());
     KernelBuilder builder(g, group);
     group.kernel.body = builder.build();
-    if (!find_symbol_sources(g, group)) continue;
+    if (!find_symbol_sources(g, group.inputs, loops::kernel_symbols(group.kernel), group.symbols)) continue;
     loops::validate(group.kernel);
     kept.push_back(std::move(group));
   }

@@ -24,6 +24,11 @@ struct PointwiseGroup {
   std::vector<SymbolSource> symbols;  // in kernel_symbols(kernel) order
 };
 
+// Where each of a kernel's size symbols is read at run time: the first input dimension carrying it.
+// False if some symbol has no source (the group cannot run).
+bool find_symbol_sources(const Graph& g, const std::vector<ValueId>& inputs, const std::vector<loops::Expr>& symbols,
+                         std::vector<SymbolSource>& sources);
+
 // Groups of two or more fusible nodes, in topological order of their outputs. A node belongs to at
 // most one group; nodes with claimed[id] != 0 (taken by another pass) are never used. A value is
 // inlined only when every use is inside its group, reads it once per element and it is no graph

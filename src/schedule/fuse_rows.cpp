@@ -283,23 +283,6 @@ class RowBuilder {
   std::map<ValueId, ScalarExpr> memo_;
 };
 
-// Where each kernel symbol's size comes from at run time; false if some symbol has no source.
-bool find_symbol_sources(const Graph& g, RowGroup& group) {
-  for (const loops::Expr& s : loops::kernel_symbols(group.kernel)) {
-    bool found = false;
-    for (size_t i = 0; i < group.inputs.size() && !found; ++i) {
-      const Shape& shape = g.value(group.inputs[i]).type.shape;
-      for (size_t d = 0; d < shape.size() && !found; ++d)
-        if (!shape[d].is_static() && shape[d].symbol == s.name()) {
-          group.symbols.push_back({static_cast<int>(i), static_cast<int>(d)});
-          found = true;
-        }
-    }
-    if (!found) return false;
-  }
-  return true;
-}
-
 std::optional<RowGroup> Finder::build(const std::vector<NodeId>& nodes, const RowSplit& split, size_t index) const {
   RowGroup group;
   group.nodes = nodes;
@@ -313,7 +296,8 @@ std::optional<RowGroup> Finder::build(const std::vector<NodeId>& nodes, const Ro
   k.output = {out.dtype, loops::sizes_of(out.shape)};
   RowBuilder builder(g_, group);
   std::optional<ScalarExpr> body = builder.value(group.output);
-  if (!body || k.reductions.empty() || !find_symbol_sources(g_, group)) return std::nullopt;
+  if (!body || k.reductions.empty()) return std::nullopt;
+  if (!find_symbol_sources(g_, group.inputs, loops::kernel_symbols(k), group.symbols)) return std::nullopt;
   k.output_body = *body;
   if (k.gather_column) k.output_kind = loops::RowOutput::rows;  // also when the width is 1
   loops::validate(k);
