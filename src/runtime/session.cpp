@@ -88,6 +88,20 @@ GeneratedGroup row_group(schedule::RowGroup group) {
   return GeneratedGroup{group.nodes, group.inputs, group.output, group.symbols, {src.source, src.symbols}, "row"};
 }
 
+// The step of a fused group: it runs where the group's last node stood; `index` selects its kernel.
+runtime::Step group_step(runtime::StepKind kind, const std::vector<NodeId>& nodes, const std::vector<ValueId>& inputs,
+                         ValueId output, int index, std::string label) {
+  runtime::Step step;
+  step.kind = kind;
+  step.node = nodes.back();
+  step.nodes = nodes;
+  step.inputs = inputs;
+  step.outputs = {output};
+  step.index = index;
+  step.label = std::move(label);
+  return step;
+}
+
 void claim(std::vector<char>& claimed, const std::vector<NodeId>& nodes) {
   for (NodeId n : nodes) claimed[size_t(n)] = 1;
 }
@@ -112,16 +126,9 @@ std::vector<runtime::Step> build_library_calls(Session::Impl& s, std::vector<cha
       continue;
     }
     claim(claimed, group.nodes);
-    runtime::Step step;
-    step.kind = runtime::StepKind::library;
-    step.node = group.nodes.back();
-    step.nodes = group.nodes;
-    step.inputs = group.inputs;
-    step.outputs = {group.output};
-    step.index = static_cast<int>(s.library_calls.size());
-    step.label = group.label;
+    steps.push_back(group_step(runtime::StepKind::library, group.nodes, group.inputs, group.output,
+                               static_cast<int>(s.library_calls.size()), group.label));
     s.library_calls.push_back(std::move(kernel));
-    steps.push_back(std::move(step));
   }
   return steps;
 }
@@ -149,16 +156,9 @@ std::vector<runtime::Step> compile_fused(Session::Impl& s) {
     write_dump(s.options, "kernels/" + sources[k].name + ".cmd", s.libraries[k].command + "\n");
     GeneratedKernel kernel{sources[k].name, group.inputs, group.output, group.symbols, group.source.symbols, nullptr};
     kernel.fn = reinterpret_cast<codegen::cpu::PointwiseEntry*>(s.libraries[k].entry(sources[k].name));
-    runtime::Step step;
-    step.kind = runtime::StepKind::generated;
-    step.node = group.nodes.back();
-    step.nodes = group.nodes;
-    step.inputs = group.inputs;
-    step.outputs = {group.output};
-    step.index = static_cast<int>(s.generated.size());
-    step.label = group.label + " " + sources[k].name;
+    steps.push_back(group_step(runtime::StepKind::generated, group.nodes, group.inputs, group.output,
+                               static_cast<int>(s.generated.size()), group.label + " " + sources[k].name));
     s.generated.push_back(std::move(kernel));
-    steps.push_back(std::move(step));
   }
   return steps;
 }
