@@ -5,7 +5,8 @@
 // reads them. Also times masked attention probabilities Softmax(scores * scale + mask) of [8,12,S,S]
 // through whole compiled sessions, fused (one kernel) against the library fallback.
 //
-// Method: rows = max(8, elements / width) so that every measurement moves the same 32 MB; each
+// Method: rows = max(8, elements / width) so that every measurement moves the same 128 MiB (more than
+// the last-level cache holds, so the copy measures memory bandwidth, as STREAM does); each
 // width's routes and the copy run in turns (route 1, 2, 3, copy, route 1, ...) for a time budget and
 // the median of each is kept (--fastest: the minimum, for a machine so shared that most runs wait for
 // a core), so load from other processes falls on all alike; the width list is swept `passes` times
@@ -13,9 +14,9 @@
 // turn does not decide. Bandwidth = bytes read + written per second (2 x rows x width x 4). Every
 // route writes into a preallocated output.
 //
-// The routed choice per width is what a session runs: the router's thresholds pick fused or library,
-// and the fused kernel splits rows from RowEmitOptions::split_min_cols (the router's max_fused_width
-// does not move that yet; the summary also says whether the choice would be right if it did).
+// The routed choice per width is what a session runs under the derived thresholds
+// (schedule::route_by_width): the library for short rows, per-row fused, split-row fused from
+// max_fused_width + 1 (sessions emit softmax kernels with that split width), the library for wide rows.
 #include "tools/cmd_sweep.h"
 
 #include <omp.h>
@@ -56,7 +57,7 @@ struct SweepArgs {
   std::string json_file;
   std::vector<int64_t> widths = {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 30000, 50265};
   std::vector<int64_t> attention_seqs = {128, 512, 2048};
-  int64_t elements = int64_t{4} << 20;  // per measurement: 16 MB read and 16 MB written (past the caches)
+  int64_t elements = int64_t{16} << 20;  // per measurement: 64 MiB read and 64 MiB written (past a 32 MiB L3)
   double budget_ms = 150;               // per width and pass, all routes together
   int passes = 3;                       // over all widths; each route keeps its best median
   bool fastest = false;                 // the minimum of the runs instead of their median
@@ -125,20 +126,10 @@ struct WidthResult {
 double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : 0.0; }
 double softmax_bytes(const WidthResult& r) { return 2.0 * double(r.rows) * double(r.width) * 4.0; }
 
-// The fused kernel's strategy at `width`: split-row from `split_min_cols` (emit_row.h). Sessions
-// today emit with the default (RowEmitOptions{}); `wired` assumes they split from the calibrated
-// max_fused_width + 1 instead (see derive_thresholds).
-Route fused_strategy(int64_t width, const RoutingThresholds& t, bool wired) {
-  int64_t split_min = wired ? (t.max_fused_width == schedule::kNeverWidth ? t.max_fused_width : t.max_fused_width + 1)
-                            : codegen::cpu::RowEmitOptions{}.split_min_cols;
-  return width < split_min ? kPerRow : kSplit;
-}
-Route native_fused(int64_t width) { return fused_strategy(width, {}, false); }
-
-// The measured route the router runs at `width` under thresholds t (softmax_route.h, rule 5).
-Route routed(int64_t width, const RoutingThresholds& t, bool wired = false) {
-  if (width > t.max_fused_width && width >= t.library_min_width) return kLibrary;
-  return fused_strategy(width, t, wired);
+// The measured route a session runs at `width` under thresholds t: the router's own rule.
+Route routed(int64_t width, const RoutingThresholds& t) {
+  schedule::WidthRoute w = schedule::route_by_width(width, t);
+  return w.library ? kLibrary : w.split_rows ? kSplit : kPerRow;
 }
 
 // The widest suffix of the (sorted) widths where `wins(r)` holds at every one: its first width, or never.
@@ -148,31 +139,30 @@ int64_t winning_from(const std::vector<WidthResult>& rs, const std::function<boo
   return from;
 }
 
-// Thresholds from the measurements (a route must win by more than 3% so that noise does not flip it):
-// the split-row kernel from the narrowest width from which it beats per-row at every wider measured
-// width, the library from the narrowest width from which it beats that fused kernel at every wider
-// one; max_fused_width = the per-row limit below both (past the widest measured width when the split
-// never wins: the measurements say nothing there, so not below the kernel's default).
-// The narrowest-first prefix of the widths where the library beats the fused kernel at every one:
-// its last width, or 0. The router has no threshold for it yet (library for rows up to N columns).
-int64_t library_up_to(const std::vector<WidthResult>& rs) {
+// The narrowest-first prefix of the widths where `wins(r)` holds at every one: its last width, or 0.
+int64_t winning_up_to(const std::vector<WidthResult>& rs, const std::function<bool(const WidthResult&)>& wins) {
   int64_t up_to = 0;
-  for (const WidthResult& r : rs) {
-    if (!(r.ms[kLibrary] < 0.97 * r.ms[native_fused(r.width)])) break;
-    up_to = r.width;
-  }
+  for (size_t i = 0; i < rs.size() && wins(rs[i]); ++i) up_to = rs[i].width;
   return up_to;
 }
 
+// Thresholds from the measurements (a route must win by more than 3% so that noise does not flip it):
+// the split-row kernel from the narrowest width from which it beats per-row at every wider measured
+// width; the library for the short rows up to the widest width below which it beats that fused
+// kernel at every width, and from the narrowest width from which it beats it at every wider one;
+// max_fused_width = the per-row limit below both (past the widest measured width when the split
+// never wins: the measurements say nothing there, so not below the kernel's default).
 RoutingThresholds derive_thresholds(const std::vector<WidthResult>& rs) {
   const int64_t split_from = winning_from(rs, [](const WidthResult& r) { return r.ms[kSplit] < 0.97 * r.ms[kPerRow]; });
-  const int64_t library_from = winning_from(rs, [&](const WidthResult& r) {
+  auto library_wins = [&](const WidthResult& r) {
     return r.ms[kLibrary] < 0.97 * r.ms[r.width < split_from ? kPerRow : kSplit];
-  });
+  };
+  const int64_t library_from = winning_from(rs, library_wins);
   int64_t per_row_limit = split_from;
   if (split_from == schedule::kNeverWidth)
     per_row_limit = std::max(codegen::cpu::RowEmitOptions{}.split_min_cols, rs.empty() ? 0 : rs.back().width + 1);
-  return RoutingThresholds{std::min(per_row_limit, library_from) - 1, library_from, "this sweep"};
+  return RoutingThresholds{std::min(per_row_limit, library_from) - 1, library_from, "this sweep",
+                           winning_up_to(rs, library_wins)};
 }
 
 // One pass over one width: each route's and the copy's median, kept where lower than before.
@@ -312,7 +302,8 @@ int sweep_softmax(const SweepArgs& a, Options options) {
               "  split GB/s ns/row", "library GB/s ns/row", "copy", "fastest", "routed", "fused%");
   json records = json::array();
   bool all_within = true;
-  double best_fused_fraction = 0;
+  double best_fused_fraction = 0, worst_fused_fraction = 1e300;
+  const int64_t split_from = schedule::split_min_width(derived);
   Route previous_best = kRoutes;
   for (size_t i = 0; i < rs.size(); ++i) {
     const WidthResult& r = rs[i];
@@ -320,8 +311,9 @@ int sweep_softmax(const SweepArgs& a, Options options) {
     Route chosen = routed(r.width, derived);
     double ratio = r.ms[chosen] / r.ms[best];
     all_within = all_within && ratio <= 1.10;
-    double fused_fraction = gbps(softmax_bytes(r), r.ms[native_fused(r.width)]) / copies[i];
+    double fused_fraction = gbps(softmax_bytes(r), r.ms[r.width < split_from ? kPerRow : kSplit]) / copies[i];
     best_fused_fraction = std::max(best_fused_fraction, fused_fraction);
+    worst_fused_fraction = std::min(worst_fused_fraction, fused_fraction);
     std::printf("%7lld %7lld |", static_cast<long long>(r.width), static_cast<long long>(r.rows));
     for (int k = 0; k < kRoutes; ++k) {
       double ns_row = r.ms[k] * 1e6 / double(r.rows);
@@ -337,23 +329,14 @@ int sweep_softmax(const SweepArgs& a, Options options) {
                 previous_best != kRoutes && best != previous_best ? "  <- crossover" : "");
     previous_best = best;
   }
-  // What the router could reach with two changes outside the sweep: sessions splitting rows from
-  // max_fused_width + 1, and a short-row library threshold (library for widths up to short_library).
-  const int64_t short_library = library_up_to(rs);
-  bool wired_within = true;
-  for (const WidthResult& r : rs) {
-    Route c = r.width <= short_library ? kLibrary : routed(r.width, derived, true);
-    wired_within = wired_within && r.ms[c] <= 1.10 * *std::min_element(r.ms, r.ms + kRoutes);
-  }
   std::printf("copy bandwidth (median over widths): %.1f GB/s\n", copy_gbps);
   auto limit = [](int64_t w) { return w == schedule::kNeverWidth ? std::string("never") : std::to_string(w); };
-  std::printf("derived thresholds: fused up to %s, library from %s\n", limit(derived.max_fused_width).c_str(),
+  std::printf("derived thresholds: library up to %lld, fused per row up to %s, split rows above, library from %s\n",
+              static_cast<long long>(derived.library_max_width), limit(derived.max_fused_width).c_str(),
               limit(derived.library_min_width).c_str());
-  std::printf("routed choice within 10%% of the fastest at every width: %s; fused route at best %.0f%% of copy\n",
-              all_within ? "yes" : "NO", 100 * best_fused_fraction);
-  std::printf("the library wins at every width up to %lld (the router has no short-row library threshold); with one, "
-              "and sessions splitting rows above max fused width, the routed choice would be within 10%%: %s\n",
-              static_cast<long long>(short_library), wired_within ? "yes" : "no");
+  std::printf("routed choice within 10%% of the fastest at every width: %s; fused route %.0f-%.0f%% of copy "
+              "(fused%% = the fused kernel a session runs at that width, per row or split)\n",
+              all_within ? "yes" : "NO", 100 * worst_fused_fraction, 100 * best_fused_fraction);
 
   json attention = json::array();
   if (!a.attention_seqs.empty()) {
@@ -377,10 +360,9 @@ int sweep_softmax(const SweepArgs& a, Options options) {
 
   json stored = nullptr;
   if (a.store) {
-    autotune::store_softmax_calibration(db, key, {derived.max_fused_width, derived.library_min_width},
-                                        json{{"copy_gbps", copy_gbps},
-                                             {"library_wins_up_to_width", short_library},
-                                             {"records", records}});
+    autotune::store_softmax_calibration(db, key,
+                                        {derived.max_fused_width, derived.library_min_width, derived.library_max_width},
+                                        json{{"copy_gbps", copy_gbps}, {"records", records}});
     RoutingThresholds now = schedule::device_routing_thresholds(options);
     std::printf("\nstored for this device; routing now uses: %s\n", now.source.c_str());
     stored = db;
@@ -395,14 +377,14 @@ int sweep_softmax(const SweepArgs& a, Options options) {
               {"statistic", a.fastest ? "fastest" : "median"},
               {"copy_gbps", copy_gbps},
               {"thresholds",
-               {{"max_fused_width", derived.max_fused_width},
+               {{"library_max_width", derived.library_max_width},
+                {"max_fused_width", derived.max_fused_width},
                 {"library_min_width", derived.library_min_width == schedule::kNeverWidth ? json(nullptr)
                                                                                          : json(derived.library_min_width)}}},
               {"in_use_before", in_use.source},
               {"routed_within_10_percent", all_within},
-              {"library_wins_up_to_width", short_library},
-              {"routed_within_10_percent_with_short_row_library_and_split_from_max_fused_width", wired_within},
               {"fused_fraction_of_copy", best_fused_fraction},
+              {"fused_fraction_of_copy_worst", worst_fused_fraction},
               {"records", records},
               {"attention", attention},
               {"stored", stored}};

@@ -91,14 +91,17 @@ std::optional<SoftmaxCalibration> calibration_of(const json& entry, std::string&
   const json& s = entry["softmax"];
   const json& fused = s.value("max_fused_width", json());
   const json& lib = s.value("library_min_width", json());
+  const json& short_lib = s.value("library_max_width", json(0));  // absent in older files: none
   if (!fused.is_number_integer() || fused.get<int64_t>() < 0 || !(lib.is_null() || lib.is_number_integer()) ||
-      (lib.is_number_integer() && lib.get<int64_t>() < 1)) {
+      (lib.is_number_integer() && lib.get<int64_t>() < 1) || !short_lib.is_number_integer() ||
+      short_lib.get<int64_t>() < 0) {
     why = "malformed softmax calibration";
     return std::nullopt;
   }
   SoftmaxCalibration c;
   c.max_fused_width = fused.get<int64_t>();
   c.library_min_width = lib.is_null() ? std::numeric_limits<int64_t>::max() : lib.get<int64_t>();
+  c.library_max_width = short_lib.get<int64_t>();
   return c;
 }
 
@@ -144,8 +147,8 @@ std::optional<SoftmaxCalibration> load_softmax_calibration(const fs::path& db, c
 
 void store_softmax_calibration(const fs::path& db, const std::string& device_key, const SoftmaxCalibration& c,
                                const json& measured) {
-  KILN_INTERNAL_CHECK(c.max_fused_width >= 0 && c.library_min_width >= 1, "bad calibration {} {}", c.max_fused_width,
-                      c.library_min_width);
+  KILN_INTERNAL_CHECK(c.max_fused_width >= 0 && c.library_min_width >= 1 && c.library_max_width >= 0,
+                      "bad calibration {} {} {}", c.max_fused_width, c.library_min_width, c.library_max_width);
   const fs::path dir = db.parent_path().empty() ? fs::path(".") : db.parent_path();
   make_private_dirs(dir);
   // One writer at a time: the lock file stays (removing it would race with a waiting writer).
@@ -166,6 +169,7 @@ void store_softmax_calibration(const fs::path& db, const std::string& device_key
                       {"library_min_width", c.library_min_width == std::numeric_limits<int64_t>::max()
                                                 ? json(nullptr)
                                                 : json(c.library_min_width)},
+                      {"library_max_width", c.library_max_width},
                       {"measured", measured}};
   j["devices"][device_key] = std::move(entry);
 

@@ -3,7 +3,8 @@
 // thresholds that `kiln sweep softmax --store` measures and the router reads (softmax_route.h).
 //
 // Format: {"format": "kiln-tuning", "version": 1, "devices": {DEVICE_KEY: {"softmax": {
-//   "max_fused_width": N, "library_min_width": N or null (never), "measured": {...}}}}}
+//   "max_fused_width": N, "library_min_width": N or null (never), "library_max_width": N (0: none; absent
+//   in files written before it existed), "measured": {...}}}}}
 // Reading never fails: a missing, unreadable, corrupt or foreign file (another format, another
 // version, wrong field types) gives nullopt and the caller keeps its defaults. Writing is
 // read-modify-write under an exclusive flock on <file>.lock, then a private temp file renamed over
@@ -22,6 +23,7 @@ inline constexpr const char* kTuningFileName = "tuning.json";
 struct SoftmaxCalibration {
   int64_t max_fused_width = 0;    // per-row fused kernel up to this width
   int64_t library_min_width = 0;  // library from this width; INT64_MAX: never
+  int64_t library_max_width = 0;  // library for rows up to this width (short rows); 0: none
 };
 
 // The calibration stored for `device_key`, or nullopt (none, or an unusable file; `why`, if given,

@@ -81,10 +81,12 @@ GeneratedGroup pointwise_group(schedule::PointwiseGroup group) {
 }
 
 GeneratedGroup row_group(schedule::RowGroup group) {
+  codegen::cpu::RowEmitOptions emit;
+  emit.split_min_cols = group.split_min_cols;
   group.kernel.name = "row";
-  std::string text = codegen::cpu::emit_row_cpp(group.kernel).source.code;
+  std::string text = codegen::cpu::emit_row_cpp(group.kernel, emit).source.code;
   group.kernel.name = fmt::format("row_{:016x}", std::hash<std::string>{}(text));
-  codegen::cpu::RowSource src = codegen::cpu::emit_row_cpp(group.kernel);
+  codegen::cpu::RowSource src = codegen::cpu::emit_row_cpp(group.kernel, emit);
   return GeneratedGroup{group.nodes, group.inputs, group.output, group.symbols, {src.source, src.symbols}, "row"};
 }
 

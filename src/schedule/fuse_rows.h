@@ -25,6 +25,7 @@
 #pragma once
 #include <vector>
 
+#include "codegen/cpu/emit_row.h"
 #include "ir/graph.h"
 #include "kiln/options.h"
 #include "loops/row_kernel.h"
@@ -38,6 +39,9 @@ struct RowGroup {
   ValueId output = kNoValue;
   std::vector<SymbolSource> symbols;  // in kernel_symbols(kernel) order
   loops::RowKernel kernel;
+  // Rows at least this long are split across threads (RowEmitOptions): the router's split width
+  // (softmax_route.h) for a Softmax / LogSoftmax group with options, the emitter's default otherwise.
+  int64_t split_min_cols = codegen::cpu::RowEmitOptions{}.split_min_cols;
 };
 
 std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& claimed);

@@ -30,7 +30,28 @@ RoutingThresholds default_routing_thresholds() {
   // slower, the split-row kernel never faster than per-row with two threads. So rows stay per-row
   // fused below the split width and the library is never chosen by default; a calibration on a
   // machine where oneDNN wins sets library_min_width.
-  return RoutingThresholds{.max_fused_width = 32767, .library_min_width = kNeverWidth, .source = "defaults"};
+  return RoutingThresholds{.max_fused_width = 32767, .library_min_width = kNeverWidth, .source = "defaults",
+                           .library_max_width = 0};
+}
+
+namespace {
+std::string limit_text(int64_t w) { return w == kNeverWidth ? std::string("never") : std::to_string(w); }
+}  // namespace
+
+int64_t split_min_width(const RoutingThresholds& t) {
+  return t.max_fused_width >= kNeverWidth - 1 ? kNeverWidth : t.max_fused_width + 1;
+}
+
+WidthRoute route_by_width(int64_t w, const RoutingThresholds& t) {
+  if (w <= t.library_max_width)
+    return {true, false, fmt::format("width {} <= short-row library width {} ({})", w, t.library_max_width, t.source)};
+  if (w <= t.max_fused_width)
+    return {false, false, fmt::format("width {} <= max fused width {} ({})", w, t.max_fused_width, t.source)};
+  if (w >= t.library_min_width)
+    return {true, false, fmt::format("width {} >= library width {} ({})", w, t.library_min_width, t.source)};
+  return {false, true,
+          fmt::format("width {} in ({}, {}): the split-row fused kernel beats the library ({})", w, t.max_fused_width,
+                      limit_text(t.library_min_width), t.source)};
 }
 
 std::string routing_device_key(const Options& options) {
@@ -50,7 +71,7 @@ RoutingThresholds device_routing_thresholds(const Options& options, std::string*
     std::string db = tuning_db_path(options);
     if (auto c = autotune::load_softmax_calibration(db, routing_device_key(options), &reason)) {
       if (why) why->clear();
-      return RoutingThresholds{c->max_fused_width, c->library_min_width, "calibration " + db};
+      return RoutingThresholds{c->max_fused_width, c->library_min_width, "calibration " + db, c->library_max_width};
     }
     reason = fmt::format("{}: {}", db, reason);
   } catch (const UserError& e) {  // no cache folder to look in
@@ -115,7 +136,6 @@ bool guarded(const Graph& g, ValueId y) {
 }
 
 std::string width_text(int64_t w) { return w < 0 ? std::string("symbolic") : std::to_string(w); }
-std::string limit_text(int64_t w) { return w == kNeverWidth ? std::string("never") : std::to_string(w); }
 
 const char* mode_setting(RouteMode m) {
   switch (m) {
@@ -145,13 +165,8 @@ RouteDecision decide_automatic(const SoftmaxSite& s, const RoutingPolicy& p) {
   if (p.max_fuse_width == 0) return {R::fused, "softmax_max_fuse_width=0: always fused"};
   if (s.width < 0) return {R::fused, "symbolic width: the fused kernel picks per-row or split-row at run time"};
   if (!s.library_ok) return {R::fused, "the library needs f32"};
-  const RoutingThresholds& t = p.thresholds;
-  if (s.width <= t.max_fused_width)
-    return {R::fused, fmt::format("width {} <= max fused width {} ({})", s.width, t.max_fused_width, t.source)};
-  if (s.width >= t.library_min_width)
-    return {R::library, fmt::format("width {} >= library width {} ({})", s.width, t.library_min_width, t.source)};
-  return {R::fused, fmt::format("width {} in ({}, {}): the fused kernel beats the library ({})", s.width,
-                                t.max_fused_width, limit_text(t.library_min_width), t.source)};
+  WidthRoute w = route_by_width(s.width, p.thresholds);
+  return {w.library ? R::library : R::fused, std::move(w.reason)};
 }
 
 }  // namespace
@@ -233,9 +248,10 @@ std::string explain_routes(const Graph& g, const std::vector<RoutedNode>& routes
   const RoutingThresholds& t = p.thresholds;
   std::string text = fmt::format(
       "route: softmax_route={} softmax_max_fuse_width={} masked_softmax_library_fallback={} "
-      "log_softmax_library_fallback={}; thresholds: fused up to {}, library from {} ({})\n",
+      "log_softmax_library_fallback={}; thresholds: library up to {}, fused up to {} (split rows above), library "
+      "from {} ({})\n",
       mode_setting(p.mode), p.max_fuse_width, p.masked_library_fallback ? 1 : 0, p.log_library_fallback ? 1 : 0,
-      limit_text(t.max_fused_width), limit_text(t.library_min_width), t.source);
+      t.library_max_width, limit_text(t.max_fused_width), limit_text(t.library_min_width), t.source);
   for (const RoutedNode& r : routes) {
     const Node& n = g.nodes[size_t(r.site.node)];
     text += fmt::format("route: node '{}' {}{} width {} -> {}: {}\n", n.name, op_name(n.op), r.site.masked ? " (masked)" : "",

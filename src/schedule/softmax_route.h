@@ -21,9 +21,12 @@
 //      after it): library with masked_softmax_library_fallback (and f32), else fused as one kernel.
 //   5. Plain Softmax: softmax_max_fuse_width=0: fused. A symbolic width: fused (the kernel picks its
 //      strategy at run time). Not f32: fused. softmax_max_fuse_width=N > 0: library when wider than N.
-//      Else the thresholds: up to max_fused_width fused (per row, with neighbours); from
-//      library_min_width library; in between fused (the split-row kernel beats the library there).
-//      The defaults never choose the library (see default_routing_thresholds).
+//      Else the thresholds (route_by_width): up to library_max_width the library (short rows, where a
+//      calibration found oneDNN faster); up to max_fused_width fused, one row per iteration, with
+//      neighbours; from library_min_width the library; in between fused with rows split across
+//      threads. The defaults never choose the library (see default_routing_thresholds).
+// The fused kernel of every Softmax / LogSoftmax splits its rows from max_fused_width + 1 columns
+// (split_min_width; also at run time for a symbolic width), so a calibration moves that point too.
 // Every decision carries a one-line reason naming the rule, threshold and where it came from
 // (KILN_DEBUG=route prints them when the library groups are found; explain_softmax_routes gives the
 // text for `kiln compile --explain`).
@@ -51,8 +54,20 @@ struct RoutingThresholds {
   int64_t library_min_width = 0;  // wider rows: the library from this width (kNeverWidth: never), the
                                   // fused kernel below it
   std::string source;             // "defaults", "calibration <file>", "setting softmax_max_fuse_width"
+  int64_t library_max_width = 0;  // rows up to this many columns: the library (short rows; 0: none)
 };
 RoutingThresholds default_routing_thresholds();
+
+// Where the fused kernel starts splitting rows across threads under t: max_fused_width + 1.
+int64_t split_min_width(const RoutingThresholds& t);
+
+struct WidthRoute {
+  bool library = false;     // else fused
+  bool split_rows = false;  // fused: rows split across threads
+  std::string reason;
+};
+// The threshold part of rule 5 for a known width (also what `kiln sweep softmax` marks as routed).
+WidthRoute route_by_width(int64_t width, const RoutingThresholds& t);
 
 // This device's calibration: the thresholds `kiln sweep softmax --store` measured, from the tuning
 // database <cache dir>/tuning.json (autotune/tuning_db.h) under routing_device_key(options), with

@@ -197,8 +197,10 @@ TEST(RouterGraph, ExplainNamesEachNodeWidthRouteAndReason) {
   b.output(b.op(OpKind::LogSoftmax, {z}, {{"axis", -1}}, "sym_lsm"), "y2");
   Graph g = inferred(b);
   std::string text = schedule::explain_softmax_routes(g, options_with());
-  EXPECT_NE(text.find("thresholds: fused up to 32767, library from never (defaults)"), std::string::npos) << text;
-  EXPECT_NE(text.find("node 'wide_sm' Softmax width 50000 -> fused: width 50000 in (32767, never)"), std::string::npos)
+  EXPECT_NE(text.find("thresholds: library up to 0, fused up to 32767 (split rows above), library from never (defaults)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("node 'wide_sm' Softmax width 50000 -> fused: width 50000 in (32767, never): the split-row fused kernel"), std::string::npos)
       << text;
   EXPECT_NE(text.find("node 'sym_lsm' LogSoftmax width symbolic -> fused"), std::string::npos) << text;
   std::string limited = schedule::explain_softmax_routes(g, options_with({{"softmax_max_fuse_width", "4096"}}));

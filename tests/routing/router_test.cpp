@@ -82,6 +82,40 @@ TEST(Router, LibraryWidthAtOrBelowMaxFusedWidthSendsEveryWideRowToTheLibrary) {
   EXPECT_EQ(route(plain(101), p), kLibrary);
 }
 
+TEST(Router, ShortRowLibraryThreshold) {
+  RoutingPolicy p = policy({}, {100, 1000, "calibrated", 16});
+  EXPECT_EQ(route(plain(1), p), kLibrary);
+  EXPECT_EQ(route(plain(16), p), kLibrary);  // == short-row library width: library
+  EXPECT_EQ(route(plain(17), p), kFused);
+  EXPECT_EQ(route(plain(100), p), kFused);
+  EXPECT_EQ(route(plain(1000), p), kLibrary);
+  EXPECT_NE(decide_route(plain(8), p).reason.find("width 8 <= short-row library width 16 (calibrated)"),
+            std::string::npos)
+      << decide_route(plain(8), p).reason;
+  // Only plain softmax follows it; f64 (no library) stays fused.
+  EXPECT_EQ(route(masked(8), p), kFused);
+  EXPECT_EQ(route(log_site(8), p), kFused);
+  EXPECT_EQ(route(f64_site(8), p), kFused);
+  // softmax_max_fuse_width=N replaces every threshold: fused up to N, the library above.
+  RoutingPolicy n = schedule::routing_policy(options_with({{"softmax_max_fuse_width", "64"}}), {100, 1000, "c", 16});
+  EXPECT_EQ(n.thresholds.library_max_width, 0);
+  EXPECT_EQ(route(plain(8), n), kFused);
+  // 0 keeps every row fused, short ones too.
+  EXPECT_EQ(route(plain(8), policy({{"softmax_max_fuse_width", "0"}}, {100, 1000, "c", 16})), kFused);
+}
+
+TEST(Router, FusedKernelSplitsRowsAboveMaxFusedWidth) {
+  RoutingThresholds t{100, 1000, "t", 16};
+  EXPECT_EQ(schedule::split_min_width(t), 101);
+  EXPECT_FALSE(schedule::route_by_width(100, t).split_rows);
+  EXPECT_TRUE(schedule::route_by_width(101, t).split_rows);
+  EXPECT_FALSE(schedule::route_by_width(101, t).library);
+  EXPECT_TRUE(schedule::route_by_width(1000, t).library);
+  EXPECT_TRUE(schedule::route_by_width(16, t).library);
+  EXPECT_EQ(schedule::split_min_width({schedule::kNeverWidth, schedule::kNeverWidth, "never"}), schedule::kNeverWidth);
+  EXPECT_EQ(schedule::split_min_width(schedule::default_routing_thresholds()), 32768);
+}
+
 TEST(Router, DefaultThresholdsNameTheirSource) {
   RoutingThresholds t = schedule::default_routing_thresholds();
   EXPECT_EQ(t.source, "defaults");

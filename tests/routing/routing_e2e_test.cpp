@@ -5,7 +5,10 @@
 // kernel cache is private to this process.
 #include <gtest/gtest.h>
 
+#include "autotune/tuning_db.h"
 #include "routing_test_util.h"
+#include "schedule/fuse_rows.h"
+#include "schedule/softmax_route.h"
 
 namespace kiln::routing_test {
 namespace {
@@ -77,6 +80,31 @@ TEST(RoutingEndToEnd, AutoRoutesPlainSoftmaxByWidth) {
   SessionPair moved = sessions(narrow, options_with({{"softmax_max_fuse_width", "999"}}));
   expect_stats(moved.compiled, {1, 0}, "softmax_max_fuse_width=999, width 1000");
   expect_matches_reference(moved, {{"x", rows_input(7, 1000, 4)}}, "moved");
+}
+
+TEST(RoutingEndToEnd, CalibrationMovesTheSplitWidthAndSendsShortRowsToTheLibrary) {
+  // A calibration in a cache of its own (the other tests keep the defaults): the library for rows up to
+  // 64 columns, rows split across threads from 1024.
+  Options o = options_with();
+  o.cache_dir = (ProcessCache::root() / "calibrated").string();
+  autotune::store_softmax_calibration(schedule::tuning_db_path(o), schedule::routing_device_key(o),
+                                      {1023, schedule::kNeverWidth, 64});
+  Graph mid = softmax_graph({Dim::fixed(5), Dim::fixed(2048)});
+  std::vector<schedule::RowGroup> groups = schedule::find_row_groups(mid, std::vector<char>(mid.nodes.size(), 0), o);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].split_min_cols, 1024);
+  SessionPair split = sessions(mid, o);
+  expect_stats(split.compiled, {0, 1}, "calibrated, width 2048");
+  expect_matches_reference(split, {{"x", rows_input(5, 2048, 6)}}, "calibrated split rows");
+
+  Graph narrow = softmax_graph({Dim::fixed(9), Dim::fixed(48)});
+  SessionPair library = sessions(narrow, o);
+  expect_stats(library.compiled, {1, 0}, "calibrated, width 48");
+  expect_matches_reference(library, {{"x", rows_input(9, 48, 7)}}, "calibrated short rows");
+  // Without the calibration the same graph stays fused and keeps the default split width.
+  expect_stats(sessions(narrow, options_with()).compiled, {0, 1}, "defaults, width 48");
+  EXPECT_EQ(schedule::find_row_groups(mid, std::vector<char>(mid.nodes.size(), 0), options_with())[0].split_min_cols,
+            32768);
 }
 
 TEST(RoutingEndToEnd, WideSoftmaxWithANeighbourSplitsIntoPointwiseAndLibrary) {

@@ -161,6 +161,32 @@ TEST_F(TuningDb, RouterReadsThisDevicesCalibration) {
   EXPECT_NE(d.reason.find("calibration " + db.string()), std::string::npos) << d.reason;
   // Another thread count finds no calibration.
   EXPECT_EQ(schedule::device_routing_thresholds(three).source, "defaults");
+
+  // A short-row library width round-trips; files without one (older) read as none.
+  store_softmax_calibration(db, key, {1023, 4096, 64});
+  t = schedule::device_routing_thresholds(o);
+  EXPECT_EQ(t.library_max_width, 64);
+  p = schedule::routing_policy(o, t);
+  site.width = 64;
+  EXPECT_EQ(schedule::decide_route(site, p).route, schedule::SoftmaxRoute::library);
+  site.width = 65;
+  EXPECT_EQ(schedule::decide_route(site, p).route, schedule::SoftmaxRoute::fused);
+  site.width = 2048;  // between: fused, with rows split across threads
+  EXPECT_EQ(schedule::decide_route(site, p).route, schedule::SoftmaxRoute::fused);
+  EXPECT_TRUE(schedule::route_by_width(2048, t).split_rows);
+}
+
+TEST_F(TuningDb, OlderFilesWithoutAShortRowWidthReadAsNone) {
+  write_file(R"({"format": "kiln-tuning", "version": 1, "devices": {"d": {"softmax": )"
+             R"({"max_fused_width": 500, "library_min_width": null}}}})");
+  auto c = load_softmax_calibration(db, "d");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->library_max_width, 0);
+  write_file(R"({"format": "kiln-tuning", "version": 1, "devices": {"d": {"softmax": )"
+             R"({"max_fused_width": 500, "library_min_width": null, "library_max_width": -2}}}})");
+  std::string why;
+  EXPECT_FALSE(load_softmax_calibration(db, "d", &why));
+  EXPECT_NE(why.find("malformed"), std::string::npos) << why;
 }
 
 TEST_F(TuningDb, ConcurrentWritersLoseNothing) {

@@ -111,14 +111,25 @@ struct Emission {
     s += fmt::format("template <int L>\nstatic inline {} reduce{}(const Args& a, const int64_t o, const int64_t begin, "
                      "const int64_t end{}) {{\n", t, r, result_params(r));
     s += prologue(e, stash >= 0 && static_cast<int>(r) >= stash) + e.row_lines();
+    // Max and min lanes take the form of the x86 max/min instruction (one operation, which drops a
+    // NaN accumulator) and keep NaNs in lanes of their own, merged back before the combine: a third
+    // of the cost of a NaN-keeping step in the loop.
+    const bool extremum = red.kind != RowReduceKind::Sum;
+    auto lane_lines = [&](const std::string& indent) {
+      if (!extremum) return fmt::format("{}acc[j] = {}(acc[j], {});\n", indent, step, v);
+      return fmt::format("{0}acc[j] = acc[j] {1} {2} ? acc[j] : {2};\n{0}nan[j] = {2} != {2} ? {2} : nan[j];\n", indent,
+                         red.kind == RowReduceKind::Max ? ">" : "<", v);
+    };
     s += fmt::format("  {} acc[L];\n  for (int j = 0; j < L; ++j) acc[j] = {};\n", t, init);
+    if (extremum) s += fmt::format("  {0} nan[L];\n  for (int j = 0; j < L; ++j) nan[j] = {1};\n", t, literal(0.0, red.body.dtype()));
     s += "  int64_t cb = begin;\n";
     s += "  for (; cb + L <= end; cb += L) {\n#pragma omp simd\n";
     s += "    for (int64_t j = 0; j < L; ++j) {\n      const int64_t c = cb + j;\n";
-    s += elem + fmt::format("      acc[j] = {}(acc[j], {});\n    }}\n  }}\n", step, v);
+    s += elem + lane_lines("      ") + "    }\n  }\n";
     // The last (fewer than L) columns go through the same lanes.
     s += "#pragma omp simd\n  for (int64_t j = 0; j < end - cb; ++j) {\n    const int64_t c = cb + j;\n";
-    s += reindent(elem, 6, 4) + fmt::format("    acc[j] = {}(acc[j], {});\n  }}\n", step, v);
+    s += reindent(elem, 6, 4) + lane_lines("    ") + "  }\n";
+    if (extremum) s += "#pragma omp simd\n  for (int j = 0; j < L; ++j) acc[j] = nan[j] != nan[j] ? nan[j] : acc[j];\n";
     s += fmt::format("  return kiln_tree<{1}, L>(acc, {0}<{1}>);\n}}\n\n", step, t);
     return s;
   }
