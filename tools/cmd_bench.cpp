@@ -9,10 +9,12 @@
 #include <omp.h>
 #include <optional>
 
+#include "autotune/tuning_db.h"
 #include "report/bench.h"
 #include "report/html.h"
 #include "report/locate.h"
 #include "report/ort_peer.h"
+#include "schedule/softmax_route.h"
 #include "support/error.h"
 #include "tools/commands.h"
 
@@ -23,7 +25,7 @@ using nlohmann::json;
 namespace {
 
 struct BenchArgs {
-  std::vector<std::string> models, dims;
+  std::vector<std::string> models, dims, sweeps;
   std::string suite, zoo_dir, peer, ort_dir, json_file, html_file, device = "cpu";
   int64_t threads = 0;
   int iters = 30, warmup = 5, top = 10, settle_ms = 50;
@@ -107,6 +109,25 @@ void write_file(const std::string& path, const std::string& text) {
   fs::rename(part, p);
 }
 
+// The sweeps the HTML report draws: each --sweep file, else the softmax sweep stored with this
+// device's calibration (if any).
+json sweeps_for_report(const BenchArgs& a, const Options& options) {
+  json sweeps = json::array();
+  for (const std::string& path : a.sweeps) {
+    std::ifstream f(path);
+    if (!f) user_error("--sweep {}: cannot read it", path);
+    json sweep = json::parse(f, nullptr, false);
+    if (sweep.is_discarded()) user_error("--sweep {}: not JSON (expected what `kiln sweep ... --json` writes)", path);
+    sweeps.push_back({{"origin", path}, {"sweep", sweep}});
+  }
+  if (a.sweeps.empty()) {
+    const std::string db = schedule::tuning_db_path(options);
+    if (auto stored = autotune::load_softmax_measurements(db, schedule::routing_device_key(options)))
+      sweeps.push_back({{"origin", "the calibration stored for this device in " + db}, {"sweep", *stored}});
+  }
+  return sweeps;
+}
+
 int run(const BenchArgs& a, Options options) {
   if (a.device != "cpu") {
     if (a.device == "cuda") user_error("--device cuda: no CUDA backend yet (kiln runs on the CPU only for now)");
@@ -141,7 +162,24 @@ int run(const BenchArgs& a, Options options) {
               {"records", json::array()}};
   std::vector<json> records;
   for (const auto& m : models) {
-    records.push_back(report::bench_model(m, settings, options, peer ? &*peer : nullptr, threads));
+    json record;
+    try {
+      record = report::bench_model(m, settings, options, peer ? &*peer : nullptr, threads);
+    } catch (const report::PeerError& e) {
+      // ONNX Runtime failed on this model: bench it without the peer, say why, and start a fresh
+      // helper for the next model (the old one may be gone).
+      std::fprintf(stderr, "kiln bench: %s: %s; measuring it without the peer\n", m.name.c_str(), e.what());
+      peer.reset();
+      record = report::bench_model(m, settings, options, nullptr, threads);
+      record["ort_error"] = e.what();
+      try {
+        peer.emplace(report::locate_ort(a.ort_dir));
+      } catch (const UserError& restart) {
+        std::fprintf(stderr, "kiln bench: ONNX Runtime could not be restarted (%s); no peer from here on\n",
+                     restart.what());
+      }
+    }
+    records.push_back(std::move(record));
     doc["records"] = records;
     if (!a.json_file.empty()) write_file(a.json_file, doc.dump(2) + "\n");  // after each model: nothing lost
   }
@@ -149,7 +187,14 @@ int run(const BenchArgs& a, Options options) {
               doc["date"].get<std::string>().c_str(), threads, a.iters,
               peer ? (", peer " + doc["peer"].get<std::string>()).c_str() : "");
   print_table(records);
-  if (!a.html_file.empty()) write_file(a.html_file, report::bench_html(doc));
+  for (const json& r : records)
+    if (r.value("ort_error", json()).is_string())
+      std::printf("ONNX Runtime failed on %s: %s\n", r["model"].get<std::string>().c_str(),
+                  r["ort_error"].get<std::string>().c_str());
+  if (!a.html_file.empty()) {
+    doc["sweeps"] = sweeps_for_report(a, options);
+    write_file(a.html_file, report::bench_html(doc));
+  }
   int failed = 0;
   for (const json& r : records)
     if (r["accuracy"] != "pass") {
@@ -178,6 +223,9 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--ort-dir", args->ort_dir, "the folder holding node_modules/onnxruntime-node (default build/ort)");
   cmd->add_option("--json", args->json_file, "write one record per model to this file");
   cmd->add_option("--html", args->html_file, "write a self-contained HTML report (inline SVG charts) to this file");
+  cmd->add_option("--sweep", args->sweeps,
+                  "a `kiln sweep ... --json` file whose curves the HTML report shows (repeatable; default: the "
+                  "softmax sweep stored with this device's calibration)");
   cmd->add_option("--device", args->device, "cpu (cuda: not yet)");
   cmd->add_option("--seed", args->seed, "seed for the generated inputs");
   cmd->add_option("--tol", args->tol,

@@ -39,6 +39,7 @@
 #include "kiln/builder.h"
 #include "kiln/session.h"
 #include "passes/passes.h"
+#include "report/html.h"
 #include "schedule/fuse_rows.h"
 #include "schedule/softmax_route.h"
 #include "support/error.h"
@@ -54,7 +55,7 @@ struct SweepArgs {
   std::string dtype = "f32";
   int64_t threads = 0;
   bool store = false;
-  std::string json_file;
+  std::string json_file, html_file;
   std::vector<int64_t> widths = {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 30000, 50265};
   std::vector<int64_t> attention_seqs = {128, 512, 2048};
   int64_t elements = int64_t{16} << 20;  // per measurement: 64 MiB read and 64 MiB written (past a 32 MiB L3)
@@ -358,40 +359,40 @@ int sweep_softmax(const SweepArgs& a, Options options) {
     }
   }
 
-  json stored = nullptr;
+  json doc = {{"device", key},
+             {"threads", omp_get_max_threads()},
+             {"dtype", a.dtype},
+             {"statistic", a.fastest ? "fastest" : "median"},
+             {"copy_gbps", copy_gbps},
+             {"thresholds",
+              {{"library_max_width", derived.library_max_width},
+               {"max_fused_width", derived.max_fused_width},
+               {"library_min_width", derived.library_min_width == schedule::kNeverWidth ? json(nullptr)
+                                                                                        : json(derived.library_min_width)}}},
+             {"in_use_before", in_use.source},
+             {"routed_within_10_percent", all_within},
+             {"fused_fraction_of_copy", best_fused_fraction},
+             {"fused_fraction_of_copy_worst", worst_fused_fraction},
+             {"records", records},
+             {"attention", attention},
+             {"stored", nullptr}};
   if (a.store) {
+    doc["stored"] = db;
     autotune::store_softmax_calibration(db, key,
                                         {derived.max_fused_width, derived.library_min_width, derived.library_max_width},
-                                        json{{"copy_gbps", copy_gbps}, {"records", records}});
+                                        doc);
     RoutingThresholds now = schedule::device_routing_thresholds(options);
     std::printf("\nstored for this device; routing now uses: %s\n", now.source.c_str());
-    stored = db;
   } else {
     std::printf("\nnot stored (--store writes these thresholds to %s)\n", db.c_str());
   }
-
-  if (!a.json_file.empty()) {
-    json j = {{"device", key},
-              {"threads", omp_get_max_threads()},
-              {"dtype", a.dtype},
-              {"statistic", a.fastest ? "fastest" : "median"},
-              {"copy_gbps", copy_gbps},
-              {"thresholds",
-               {{"library_max_width", derived.library_max_width},
-                {"max_fused_width", derived.max_fused_width},
-                {"library_min_width", derived.library_min_width == schedule::kNeverWidth ? json(nullptr)
-                                                                                         : json(derived.library_min_width)}}},
-              {"in_use_before", in_use.source},
-              {"routed_within_10_percent", all_within},
-              {"fused_fraction_of_copy", best_fused_fraction},
-              {"fused_fraction_of_copy_worst", worst_fused_fraction},
-              {"records", records},
-              {"attention", attention},
-              {"stored", stored}};
-    std::ofstream f(a.json_file);
-    f << j.dump(1) << "\n";
-    if (!f) user_error("sweep: cannot write --json {}", a.json_file);
-  }
+  auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream f(path);
+    f << text;
+    if (!f) user_error("sweep: cannot write {}", path);
+  };
+  if (!a.json_file.empty()) write(a.json_file, doc.dump(1) + "\n");
+  if (!a.html_file.empty()) write(a.html_file, report::sweep_html(doc, "kiln sweep softmax"));
   return 0;
 }
 
@@ -407,6 +408,7 @@ Command add_sweep_command(CLI::App& app) {
   sm->add_option("--threads", args->threads, "worker threads (default: every core; part of the device key)");
   sm->add_flag("--store", args->store, "store the derived thresholds as this device's calibration");
   sm->add_option("--json", args->json_file, "write copy_gbps and one record per width and route to FILE");
+  sm->add_option("--html", args->html_file, "write the curves (GB/s by width per route, chosen marked) as HTML to FILE");
   // For tests and quick looks: a short width list, fewer elements, a smaller time budget.
   sm->add_option("--widths", args->widths, "row widths to time")->delimiter(',')->group("");
   sm->add_option("--attention-seqs", args->attention_seqs, "attention sequence lengths (empty: none)")

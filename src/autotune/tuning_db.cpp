@@ -145,6 +145,17 @@ std::optional<SoftmaxCalibration> load_softmax_calibration(const fs::path& db, c
   return result;
 }
 
+std::optional<json> load_softmax_measurements(const fs::path& db, const std::string& device_key) {
+  std::string reason;
+  if (!load_softmax_calibration(db, device_key, &reason)) return std::nullopt;  // only beside a usable calibration
+  auto text = read_text(db, reason);
+  auto j = text ? parse_db(*text, reason) : std::nullopt;
+  if (!j) return std::nullopt;
+  const json& m = (*j)["devices"][device_key]["softmax"].value("measured", json());
+  if (!m.is_object()) return std::nullopt;
+  return m;
+}
+
 void store_softmax_calibration(const fs::path& db, const std::string& device_key, const SoftmaxCalibration& c,
                                const json& measured) {
   KILN_INTERNAL_CHECK(c.max_fused_width >= 0 && c.library_min_width >= 1 && c.library_max_width >= 0,

@@ -32,6 +32,10 @@ std::optional<SoftmaxCalibration> load_softmax_calibration(const std::filesystem
                                                            const std::string& device_key,
                                                            std::string* why = nullptr);
 
+// The sweep stored with this device's calibration (what `kiln sweep softmax --json` writes), or
+// nullopt when there is none or the calibration itself is unusable.
+std::optional<nlohmann::json> load_softmax_measurements(const std::filesystem::path& db, const std::string& device_key);
+
 // Stores (replaces) the calibration of `device_key`, with `measured` (the sweep's records) beside it.
 // Creates the folder (0700) and the file (0600); a corrupt or foreign file is replaced. I/O failures
 // are user errors naming the file.

@@ -13,7 +13,9 @@ constexpr const char* kEagerColor = "#4e79a7";
 constexpr const char* kOrtColor = "#f28e2b";
 constexpr const char* kCompiledColor = "#59a14f";
 
-std::string head(const std::string& title) {
+}  // namespace
+
+std::string html_head(const std::string& title) {
   return fmt::format(R"(<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -35,6 +37,8 @@ code {{ background: #f3f3f3; padding: 1px 4px; }}
                      escape_html(title));
 }
 
+namespace {
+
 // A number with `digits` decimals, or a dash for null.
 std::string num(const json& v, int digits, const std::string& suffix = "") {
   if (!v.is_number()) return "&ndash;";
@@ -42,6 +46,8 @@ std::string num(const json& v, int digits, const std::string& suffix = "") {
 }
 
 std::string spread(const json& r, const std::string& side) {
+  if (side == "ort" && r.value("ort_error", json()).is_string())
+    return fmt::format("<span class=\"fail\" title=\"{}\">failed</span>", escape_html(r["ort_error"].get<std::string>()));
   if (!r.value(side + "_ms", json()).is_number()) return "&ndash;";
   return fmt::format("{} <span class=\"meta\">({}&ndash;{})</span>", num(r[side + "_ms"], 2),
                      num(r[side + "_p10_ms"], 2), num(r[side + "_p90_ms"], 2));
@@ -60,15 +66,10 @@ std::string kernel_chart(const json& kernels) {
   return bar_chart(groups, {}, 0, "", "ms per run");
 }
 
-std::string sweep_section() {
-  return "<h2>Sweep curves</h2>\n<p>Not yet: latency against batch size and sequence length (a sweep per model) "
-         "comes with a later issue; this section will hold those curves.</p>\n";
-}
-
 }  // namespace
 
 std::string bench_html(const json& report) {
-  std::string h = head("kiln bench");
+  std::string h = html_head("kiln bench");
   const json& records = report.at("records");
   h += "<h1>kiln bench</h1>\n";
   h += fmt::format("<p class=\"meta\">{} &middot; {} threads &middot; {} timed runs per side after {} warm-up "
@@ -121,14 +122,19 @@ std::string bench_html(const json& report) {
     if (!r.contains("top_kernels") || r["top_kernels"].empty()) continue;
     h += fmt::format("<h3>{}</h3>\n", escape_html(r.value("model", std::string()))) + kernel_chart(r["top_kernels"]);
   }
-  h += sweep_section();
+  h += "<h2>Sweep curves</h2>\n";
+  const json sweeps = report.value("sweeps", json::array());
+  if (sweeps.empty())
+    h += "<p>No sweep in this report: <code>kiln sweep softmax --json FILE</code> (or <code>--store</code>, "
+         "which keeps it as this device's calibration) and <code>kiln bench --sweep FILE</code> add its curves.</p>\n";
+  for (const json& s : sweeps) h += sweep_section(s.at("sweep"), s.value("origin", std::string()));
   h += "</body>\n</html>\n";
   return h;
 }
 
 std::string profile_html(const json& report) {
   std::string model = report.value("model", std::string());
-  std::string h = head("kiln profile: " + model);
+  std::string h = html_head("kiln profile: " + model);
   const json& t = report.at("op_table");
   h += fmt::format("<h1>kiln profile: {}</h1>\n", escape_html(model));
   h += fmt::format("<p class=\"meta\">{} &middot; {} threads &middot; {} runs per mode &middot; end to end: eager "
@@ -162,7 +168,7 @@ std::string profile_html(const json& report) {
                      escape_html(row.value("op", std::string())), row.value("eager_nodes", 0), e,
                      row.value("compiled_nodes", 0), c, e > 0 ? fmt::format("{:.2f}", c / e) : "&ndash;");
   }
-  h += "</table>\n" + sweep_section() + "</body>\n</html>\n";
+  h += "</table>\n</body>\n</html>\n";
   return h;
 }
 

@@ -106,7 +106,7 @@ nlohmann::json OrtPeer::read_reply() {
       try {
         return nlohmann::json::parse(line);
       } catch (const nlohmann::json::exception&) {
-        user_error("--peer ort: the ONNX Runtime helper printed something that is not JSON: {}", line);
+        throw PeerError(fmt::format("--peer ort: the ONNX Runtime helper printed something that is not JSON: {}", line));
       }
     }
     char buf[4096];
@@ -116,8 +116,8 @@ nlohmann::json OrtPeer::read_reply() {
       int status = 0;
       if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) pid_ = -1;
       if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
-        user_error("--peer ort: onnxruntime-node could not be loaded; {}", kInstallHint);
-      user_error("--peer ort: the ONNX Runtime helper exited (status {}); its messages are above", status);
+        throw PeerError(fmt::format("--peer ort: onnxruntime-node could not be loaded; {}", kInstallHint));
+      throw PeerError(fmt::format("--peer ort: the ONNX Runtime helper exited (status {}); its messages are above", status));
     }
     pending_.append(buf, static_cast<size_t>(n));
   }
@@ -129,12 +129,12 @@ nlohmann::json OrtPeer::request(const nlohmann::json& command) {
   while (done < line.size()) {
     ssize_t n = ::write(to_child_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) user_error("--peer ort: the ONNX Runtime helper is gone ({})", std::strerror(errno));
+    if (n <= 0) throw PeerError(fmt::format("--peer ort: the ONNX Runtime helper is gone ({})", std::strerror(errno)));
     done += static_cast<size_t>(n);
   }
   nlohmann::json reply = read_reply();
   if (!reply.value("ok", false))
-    user_error("ONNX Runtime ({}): {}", command.value("cmd", std::string("?")), reply.value("error", std::string("?")));
+    throw PeerError(fmt::format("ONNX Runtime ({}): {}", command.value("cmd", std::string("?")), reply.value("error", std::string("?"))));
   return reply;
 }
 

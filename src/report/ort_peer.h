@@ -9,7 +9,16 @@
 #include <string>
 #include <sys/types.h>
 
+#include "kiln/errors.h"
+
 namespace kiln::report {
+
+// A failure of the peer after it started (a model ONNX Runtime refuses, a helper that died): the
+// bench records it for that model and goes on, where a failure of kiln itself stops the bench.
+class PeerError : public UserError {
+ public:
+  explicit PeerError(const std::string& what) : UserError(what) {}
+};
 
 struct OrtLocation {
   std::filesystem::path node;     // the node executable

@@ -27,4 +27,17 @@ struct Legend {
 std::string bar_chart(const std::vector<BarGroup>& groups, const std::vector<Legend>& legend, double marker,
                       const std::string& marker_text, const std::string& axis_title);
 
+// A line chart: one polyline per series over shared axes (x on a log2 scale when log_x, for widths
+// and sizes that double), a legend on top. Points with `marked` set are drawn as large filled dots
+// (the route or choice kiln picks there); the others as small hollow ones. A series with `dashed`
+// is drawn dashed without dots (a reference such as the copy bandwidth).
+struct Series {
+  std::string name, color;
+  std::vector<double> x, y;    // equal lengths; non-finite or (log_x) non-positive points are skipped
+  std::vector<bool> marked;    // empty or as long as x
+  bool dashed = false;
+};
+std::string line_chart(const std::vector<Series>& series, const std::string& x_title, const std::string& y_title,
+                       bool log_x);
+
 }  // namespace kiln::report

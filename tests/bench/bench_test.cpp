@@ -183,6 +183,30 @@ TEST_F(BenchCli, HtmlRendersInHeadlessChromium) {
   EXPECT_FALSE(contains(read_text(file("chromium.log")), "CONSOLE")) << read_text(file("chromium.log"));
 }
 
+TEST_F(BenchCli, HtmlDrawsTheSweepFilesItIsGiven) {
+  // A GEMM sweep as `kiln sweep gemm --json` writes it: one chart per N, K and epilogue, M along x.
+  json gemm = {{"records", json::array()}};
+  for (int m : {1, 32, 128})
+    for (const char* choice : {"template", "onednn"})
+      gemm["records"].push_back({{"m", m}, {"n", 768}, {"k", 768}, {"epilogue", "bias+gelu"}, {"choice", choice},
+                                 {"gflops", m * (choice[0] == 't' ? 1.5 : 1.0)}, {"chosen", choice[0] == 't'}});
+  std::ofstream(file("gemm.json")) << gemm.dump();
+  Result r = kiln("bench " + model() + " --dim batch=2 --iters 1 --warmup 0 --sweep " + file("gemm.json") + " --html " +
+                  file("sweep.html"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::string html = read_text(file("sweep.html"));
+  EXPECT_TRUE(contains(html, "GEMM N=768 K=768, epilogue bias+gelu")) << html;
+  EXPECT_TRUE(contains(html, "from " + file("gemm.json")));
+  size_t chosen = 0;
+  for (size_t at = html.find("(chosen)"); at != std::string::npos; at = html.find("(chosen)", at + 1)) ++chosen;
+  EXPECT_EQ(chosen, 3u);  // one chosen point per M
+  std::ofstream(file("bad.json")) << "{not json";
+  r = kiln("bench " + model() + " --dim batch=2 --iters 1 --warmup 0 --sweep " + file("bad.json") + " --html " +
+           file("bad.html"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(contains(r.out, "not JSON")) << r.out;
+}
+
 TEST_F(BenchCli, SuiteFileFindsModelsAndSaysHowToMakeMissingOnes) {
   std::ofstream(file("suite.txt")) << "# test suite\ntiny batch=2\n";
   Result r = kiln("bench --suite " + file("suite.txt") + " --zoo-dir " + (dir_ / "zoo").string() +
@@ -245,6 +269,36 @@ TEST_F(BenchCli, OnnxRuntimePeerRunsTheSameInputs) {
   EXPECT_EQ(rec["accuracy_vs_ort"]["result"], "pass") << rec.dump(2);
   EXPECT_EQ(rec["accuracy"], "pass");
   EXPECT_TRUE(contains(read_text(file("ort.html")), "compiled vs ONNX Runtime"));
+}
+
+TEST_F(BenchCli, PeerFailureOnOneModelIsRecordedAndTheBenchGoesOn) {
+  if (system("command -v node >/dev/null 2>&1") != 0) GTEST_SKIP() << "SKIPPED: node (Node.js) is not installed";
+  // A stand-in for onnxruntime-node: its helper dies on a model named crash*, refuses every other one.
+  fs::path fake = dir_ / "fake_ort" / "node_modules" / "onnxruntime-node";
+  fs::create_directories(fake);
+  std::ofstream(fake / "package.json") << R"({"name": "onnxruntime-node", "version": "0.0.0-fake", "main": "index.js"})";
+  std::ofstream(fake / "index.js") << R"(
+class Tensor { constructor(type, data, dims) { this.type = type; this.data = data; this.dims = dims; } }
+const InferenceSession = { async create(path) {
+  if (path.includes('crash')) process.exit(7);
+  throw new Error('fake ORT refuses ' + path);
+} };
+module.exports = { Tensor, InferenceSession };
+)";
+  fs::copy_file(model(), file("crash.onnx"));
+  Result r = kiln("bench " + file("crash.onnx") + " " + model() + " --dim batch=2 --iters 2 --warmup 0 --threads 1 " +
+                  "--peer ort --ort-dir " + (dir_ / "fake_ort").string() + " --json " + file("peer.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  json doc = read_json(file("peer.json"));
+  ASSERT_EQ(doc["records"].size(), 2u) << doc.dump(2);
+  for (const json& rec : doc["records"]) {
+    EXPECT_TRUE(rec["ort_ms"].is_null()) << rec.dump(2);
+    EXPECT_EQ(rec["accuracy"], "pass") << rec.dump(2);
+    expect_sane_side(rec, "compiled");
+  }
+  EXPECT_TRUE(contains(doc["records"][0]["ort_error"].get<std::string>(), "exited")) << doc["records"][0].dump(2);
+  EXPECT_TRUE(contains(doc["records"][1]["ort_error"].get<std::string>(), "fake ORT refuses")) << doc["records"][1].dump(2);
+  EXPECT_TRUE(contains(r.out, "measuring it without the peer")) << r.out;
 }
 
 TEST_F(BenchCli, ProfileTraceCoversEveryStepOfEveryRun) {

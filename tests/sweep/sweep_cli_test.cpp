@@ -2,6 +2,8 @@
 // records (fields, one chosen route per width), --store and the router naming the calibration after it.
 #include <gtest/gtest.h>
 
+#include "schedule/softmax_route.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -80,10 +82,31 @@ TEST_F(SweepCli, TinySweepWritesRecordsAndStoresThresholds) {
   EXPECT_TRUE(j["stored"].is_null());
   EXPECT_TRUE(j["attention"].empty());
 
-  ASSERT_EQ(kiln(tiny + " --store", out), 0) << out;
+  // The chosen route is the router's own choice under the derived thresholds.
+  for (const auto& r : j["records"]) {
+    if (!r["chosen"].get<bool>()) continue;
+    schedule::RoutingThresholds t{j["thresholds"]["max_fused_width"].get<int64_t>(),
+                                  j["thresholds"]["library_min_width"].is_null()
+                                      ? schedule::kNeverWidth
+                                      : j["thresholds"]["library_min_width"].get<int64_t>(),
+                                  "sweep", j["thresholds"]["library_max_width"].get<int64_t>()};
+    schedule::WidthRoute w = schedule::route_by_width(r["width"].get<int64_t>(), t);
+    EXPECT_EQ(r["route"], w.library ? "library" : w.split_rows ? "split" : "fused") << r.dump();
+  }
+
+  ASSERT_EQ(kiln(tiny + " --store --html '" + (root / "sweep.html").string() + "'", out), 0) << out;
+  const std::string html = read(root / "sweep.html");
+  EXPECT_NE(html.find("<polyline"), std::string::npos);
+  EXPECT_NE(html.find("chosen by kiln"), std::string::npos);
+  EXPECT_NE(html.find("(chosen)"), std::string::npos);
   const fs::path db = root / "cache" / "tuning.json";
   EXPECT_TRUE(fs::exists(db));
   EXPECT_NE(out.find("routing now uses: calibration " + db.string()), std::string::npos) << out;
+  // The stored sweep is what `kiln bench --html` draws when given no --sweep file.
+  ASSERT_EQ(kiln("bench --iters 1 --warmup 0 --threads 1 --html '" + (root / "bench.html").string() + "'", out), 0)
+      << out;
+  EXPECT_NE(read(root / "bench.html").find("the calibration stored for this device"), std::string::npos);
+  EXPECT_NE(read(root / "bench.html").find("Softmax routes by row width"), std::string::npos);
   // The next run starts from the stored calibration; another thread count is another device.
   ASSERT_EQ(kiln(tiny, out), 0) << out;
   EXPECT_NE(out.find("routing now uses: calibration " + db.string()), std::string::npos) << out;
