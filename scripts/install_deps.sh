@@ -9,9 +9,11 @@ for p in "${packages[@]}"; do
 done
 # The tests run ONNX Runtime under Node.js; a node that is already there (Debian's or NodeSource's,
 # which bundles npm) is used as it is.
+# The HTML report test renders it in headless Chromium.
 if [ "${1:-}" = "--test" ]; then
   command -v node >/dev/null || missing+=(nodejs)
   command -v npm >/dev/null || missing+=(npm)
+  command -v chromium >/dev/null || missing+=(chromium)
 fi
 # The fuzz targets need clang with libFuzzer and the sanitizer runtimes.
 if [ "${1:-}" = "--fuzz" ]; then

@@ -60,6 +60,31 @@ std::string reindent(const std::string& text, size_t from, size_t to) {
   return out;
 }
 
+// The Exp nodes whose argument is e - r_j, where reduction j is the max of that very node e over the row:
+// for every element the argument is <= 0, or NaN (a NaN e or max, inf - inf, -inf - -inf), which
+// kiln_exp_nonpos computes exactly (softmax's and log-softmax's exp(x - max)).
+std::set<const loops::ScalarNode*> exps_of_nonpositive(const RowKernel& k) {
+  std::set<const loops::ScalarNode*> found, seen;
+  std::vector<ScalarExpr> stack;
+  for (const loops::RowReduction& r : k.reductions) stack.push_back(r.body);
+  stack.push_back(k.output_body);
+  while (!stack.empty()) {
+    ScalarExpr e = stack.back();
+    stack.pop_back();
+    if (!seen.insert(e.node()).second) continue;
+    for (const ScalarExpr& o : e.operands()) stack.push_back(o);
+    if (e.kind() != loops::ScalarKind::Unary || e.unary_op() != loops::UnaryOp::Exp) continue;
+    const ScalarExpr& arg = e.operands()[0];
+    if (arg.kind() != loops::ScalarKind::Binary || arg.binary_op() != loops::BinaryOp::Sub) continue;
+    const int j = loops::row_result_index(arg.operands()[1]);
+    if (j >= 0 && k.reductions[size_t(j)].kind == RowReduceKind::Max &&
+        k.reductions[size_t(j)].body.dtype() == arg.dtype() &&
+        arg.operands()[0].node() == k.reductions[size_t(j)].body.node())
+      found.insert(e.node());
+  }
+  return found;
+}
+
 // Shared state of one kernel's emission.
 struct Emission {
   const RowKernel& k;
@@ -70,9 +95,12 @@ struct Emission {
   Expr col_var, flat;
   int stash = -1;           // reduction whose element value the output pass reads back from out[]
   std::optional<ScalarExpr> stash_body;  // its body (the very node the output body shares)
+  std::set<const loops::ScalarNode*> nonpositive_exps;  // exp(e - max of e over the row)
 
   RowBodyEmitter body(const std::string& row_indent, const std::string& elem_indent) const {
-    return RowBodyEmitter(print, subs, col_var, flat, "o * cols + c", row_indent, elem_indent);
+    RowBodyEmitter e(print, subs, col_var, flat, "o * cols + c", row_indent, elem_indent);
+    e.set_nonpositive_exps(&nonpositive_exps);
+    return e;
   }
 
   // The reduction results a function takes: earlier reductions' values.
@@ -270,7 +298,7 @@ RowSource emit_row_cpp(const RowKernel& k, const RowEmitOptions& options) {
                           lanes_ok(options.accumulator_bytes) && lanes_ok(options.short_row_accumulator_bytes),
                       "bad row emit options");
   KILN_INTERNAL_CHECK(k.name.rfind("kiln_", 0) != 0, "kernel name '{}' would clash with the helpers", k.name);
-  Emission em{k, options, {}, {}, {}, {}, {}, -1, std::nullopt};
+  Emission em{k, options, {}, {}, {}, {}, {}, -1, std::nullopt, exps_of_nonpositive(k)};
   RowSource result;
   std::vector<Expr> syms = loops::kernel_symbols(k);
   for (const Expr& s : syms) {

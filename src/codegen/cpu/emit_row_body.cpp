@@ -97,7 +97,11 @@ RowBodyEmitter::Operand RowBodyEmitter::emit_new(const ScalarExpr& e) {
       a.push_back(op.text);
       row = row && op.row;
     }
-    text = operation_cpp(e, a);
+    if (e.kind() == ScalarKind::Unary && e.unary_op() == UnaryOp::Exp && nonpositive_exps_ &&
+        nonpositive_exps_->count(e.node()))
+      text = fmt::format("kiln_exp_nonpos({})", a[0]);
+    else
+      text = operation_cpp(e, a);
   }
   std::string key = c_type(e.dtype()) + " " + text;
   if (auto it = temps_.find(key); it != temps_.end()) return it->second;

@@ -31,6 +31,8 @@ class RowBodyEmitter {
   // The subtree `e` (this very node, wherever it is shared) takes `text` instead: an element-level
   // operand.
   void replace(const loops::ScalarExpr& e, std::string text) { replaced_[e.node()] = {std::move(text), false}; }
+  // These Exp nodes have arguments proved <= 0 or NaN: they print as kiln_exp_nonpos.
+  void set_nonpositive_exps(const std::set<const loops::ScalarNode*>* nodes) { nonpositive_exps_ = nodes; }
 
   const std::string& row_lines() const { return row_lines_; }
   const std::string& elem_lines() const { return elem_lines_; }
@@ -56,6 +58,7 @@ class RowBodyEmitter {
   std::map<const loops::ScalarNode*, Operand> replaced_;
   std::map<const loops::ScalarNode*, Operand> done_;  // each shared node is emitted once
   std::map<const loops::ScalarNode*, bool> row_level_;
+  const std::set<const loops::ScalarNode*>* nonpositive_exps_ = nullptr;
   std::set<int> used_inputs_;
   std::set<std::string> used_syms_;
   std::string row_lines_, elem_lines_;
