@@ -19,6 +19,8 @@
 // max_fused_width + 1 (sessions emit softmax kernels with that split width), the library for wide rows.
 #include "tools/cmd_sweep.h"
 
+#include "tools/cmd_sweep_gemm.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -420,7 +422,12 @@ Command add_sweep_command(CLI::App& app) {
   sm->add_option("--passes", args->passes, "sweeps over the widths")->group("");
   sm->add_flag("--fastest", args->fastest,
                "keep each route's fastest run instead of the median (for a machine shared with other work)");
-  return {cmd, [args, sm](const Options& options) { return sm->parsed() ? sweep_softmax(*args, options) : 1; }};
+  auto gemm_action = std::make_shared<std::function<int(const Options&)>>();
+  CLI::App* gemm = add_sweep_gemm(cmd, *gemm_action);
+  return {cmd, [args, sm, gemm, gemm_action](const Options& options) {
+            if (gemm->parsed()) return (*gemm_action)(options);
+            return sm->parsed() ? sweep_softmax(*args, options) : 1;
+          }};
 }
 
 }  // namespace kiln::tools

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -127,6 +128,52 @@ TEST_F(SweepCli, BadArgumentsAreUserErrors) {
   ASSERT_EQ(kiln("sweep softmax --threads 1 --widths 64 --no-attention --elements 512 --budget-ms 1", out), 0) << out;
   EXPECT_NE(out.find("routing now uses: defaults"), std::string::npos) << out;
   EXPECT_NE(out.find("corrupt"), std::string::npos) << out;
+}
+
+
+TEST(SweepGemmCli, RecordsEveryChoiceAndMarksOnePickPerShape) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "kiln-sweep-gemm-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const std::filesystem::path root = pattern;
+  auto kiln = [&](const std::string& args) {
+    std::string cmd = "KILN_CACHE_DIR='" + (root / "cache").string() + "' KILN_COMPILE_JOBS=2 '" KILN_BINARY "' " +
+                      args + " > '" + (root / "out.txt").string() + "' 2>&1";
+    int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  const std::string json_file = (root / "gemm.json").string();
+  ASSERT_EQ(kiln("sweep gemm --threads 2 --shapes 5x48x33,1x96x16 --json '" + json_file + "' --html '" +
+                 (root / "gemm.html").string() + "'"),
+            0)
+      << read(root / "out.txt");
+  nlohmann::json j = nlohmann::json::parse(read(json_file));
+  std::map<std::string, int> chosen;
+  std::set<std::string> families;
+  for (const auto& r : j["records"]) {
+    for (const char* field : {"m", "n", "k", "epilogue", "choice", "gflops", "chosen"})
+      ASSERT_TRUE(r.contains(field)) << field << " in " << r.dump();
+    EXPECT_GT(r["gflops"].get<double>(), 0.0) << r.dump();
+    const std::string key = r["m"].dump() + "x" + r["n"].dump() + "x" + r["k"].dump() + " " + r["epilogue"].get<std::string>();
+    chosen[key] += r["chosen"].get<bool>() ? 1 : 0;
+    families.insert(r["choice"].get<std::string>().substr(0, r["choice"].get<std::string>().find(':')));
+  }
+  EXPECT_EQ(chosen, (std::map<std::string, int>{{"5x48x33 none", 1}, {"5x48x33 bias+gelu", 1}, {"1x96x16 none", 1},
+                                                {"1x96x16 bias+gelu", 1}}));
+  EXPECT_EQ(families, (std::set<std::string>{"template", "onednn", "onednn+epilogue"}));
+  EXPECT_NE(read(root / "gemm.html").find("GEMM N=48 K=33, epilogue bias+gelu"), std::string::npos);
+
+  // Only the enabled families compete; autotune=off measures nothing; shapes are checked.
+  ASSERT_EQ(kiln("--set gemm_backends=onednn sweep gemm --threads 1 --shapes 4x16x16 --bare-only --json '" + json_file + "'"), 0)
+      << read(root / "out.txt");
+  j = nlohmann::json::parse(read(json_file));
+  ASSERT_EQ(j["records"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["records"][0]["choice"], "onednn");
+  EXPECT_EQ(kiln("--set autotune=off sweep gemm --shapes 4x16x16"), 1);
+  EXPECT_NE(read(root / "out.txt").find("autotune=off"), std::string::npos);
+  EXPECT_EQ(kiln("sweep gemm --shapes 4x16"), 1);
+  EXPECT_NE(read(root / "out.txt").find("is not MxNxK"), std::string::npos);
+  std::error_code ec;
+  std::filesystem::remove_all(root, ec);
 }
 
 }  // namespace
