@@ -33,6 +33,11 @@ int run(const CompileArgs& a, Options options) {
               a.model.c_str(), ms, s.ops, s.kernels, s.fused_kernels, s.library_kernels, s.buffers,
               static_cast<long long>(s.arena_bytes), static_cast<long long>(s.bytes_moved),
               options.dump_dir.empty() ? "" : "; dumps in ", options.dump_dir.c_str());
+  if (s.autotuned_ops > 0)
+    std::printf("autotune: %d GEMMs, %d benchmarked, %d from the tuning database or by default; %d on kiln's "
+                "template, %d on oneDNN\n",
+                s.autotuned_ops, s.autotune_benchmarks, s.autotuned_ops - s.autotune_benchmarks, s.template_kernels,
+                s.autotuned_ops - s.template_kernels);
   return 0;
 }
 

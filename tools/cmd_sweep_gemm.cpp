@@ -7,7 +7,8 @@
 //   onednn+epilogue     oneDNN's bare matmul, then the epilogue as a separate generated loop (what a
 //                       compiler without epilogue fusion runs).
 // Each candidate is checked against an fp64 product of sampled rows before it may be timed.
-// Every run benchmarks (stored winners are replaced, never reused): the sweep is a measurement.
+// Every run benchmarks (stored winners are replaced, never reused; autotune_budget_s does not apply):
+// the sweep is a measurement.
 #include "tools/cmd_sweep_gemm.h"
 
 #include <fmt/format.h>
@@ -219,6 +220,7 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
   const std::vector<std::string> backends = autotune::gemm_backends(options);
   if (std::find(backends.begin(), backends.end(), "blas") != backends.end())
     std::fprintf(stderr, "sweep gemm: gemm_backends names blas, but this kiln has no BLAS choice yet; skipped\n");
+  options.autotune_budget_s = 1e9;  // a measurement of every shape, not a model's compile: no budget
   autotune::Autotuner tuner(options, codegen::cpu::resolve_cache_dir(options) / autotune::kTuningStoreFileName);
   tuner.set_use_stored(false);
   if (tuner.mode() == autotune::TuneMode::off)

@@ -36,6 +36,9 @@ struct RunStats {
   int buffers = 0;          // planned intermediate buffers (reused across the run)
   int64_t arena_bytes = 0;  // their total size
   int64_t bytes_moved = -1; // bytes all kernels read and write at the compile-time sizes (-1: unknown)
+  int autotuned_ops = 0;        // ops whose implementation the autotuner chose at compile time...
+  int autotune_benchmarks = 0;  // ...of which it benchmarked this many (the rest: tuning database or default)
+  int template_kernels = 0;     // library steps running kiln's GEMM template (the autotuner's pick)
 };
 
 // Where a run's time went, step by step (Session::run with a profile). A step is one kernel launch: an

@@ -20,6 +20,11 @@
 #include "schedule/fuse_pointwise.h"
 #include "schedule/fuse_rows.h"
 #include "schedule/library_kernel.h"
+#include "schedule/softmax_route.h"
+#include "autotune/autotuner.h"
+#include "autotune/tuning_store.h"
+#include "codegen/cpu/kernel_cache.h"
+#include <unistd.h>
 #include "support/checked_math.h"
 
 namespace kiln {
@@ -54,6 +59,8 @@ struct Session::Impl {
   std::vector<GeneratedKernel> generated;
   std::vector<codegen::cpu::CompiledKernel> libraries;  // keeps the generated code loaded
   std::vector<std::unique_ptr<schedule::LibraryKernel>> library_calls;
+  std::string autotune_summary;  // the autotuner's table of this compile (empty: nothing tuned)
+  int autotuned_ops = 0, autotune_benchmarks = 0, template_kernels = 0;
   // Arenas of finished runs, reused by the next ones (each run holds its own while it runs).
   mutable std::mutex arena_mutex;
   mutable std::vector<std::shared_ptr<void>> arenas;
@@ -111,10 +118,18 @@ void claim(std::vector<char>& claimed, const std::vector<NodeId>& nodes) {
 // Library calls with their fused post-ops, built once (weights prepacked), as steps.
 std::vector<runtime::Step> build_library_calls(Session::Impl& s, std::vector<char>& claimed) {
   std::vector<runtime::Step> steps;
+  std::unique_ptr<autotune::Autotuner> tuner;  // one per compile: its budget covers the model
   for (auto& group : schedule::find_library_groups(s.graph, claimed, s.options)) {
     std::unique_ptr<schedule::LibraryKernel> kernel;
     try {
       kernel = schedule::build_library_kernel(s.graph, group, s.options);
+      if (schedule::worth_tuning(s.graph, group, s.options)) {
+        if (!tuner)
+          tuner = std::make_unique<autotune::Autotuner>(
+              s.options, codegen::cpu::resolve_cache_dir(s.options) / autotune::kTuningStoreFileName);
+        kernel = schedule::tune_matmul_kernel(s.graph, group, s.options, *tuner,
+                                              schedule::routing_device_key(s.options), std::move(kernel));
+      }
     } catch (const UserError&) {
       throw;
     } catch (const InternalError&) {
@@ -131,6 +146,13 @@ std::vector<runtime::Step> build_library_calls(Session::Impl& s, std::vector<cha
     steps.push_back(group_step(runtime::StepKind::library, group.nodes, group.inputs, group.output,
                                static_cast<int>(s.library_calls.size()), group.label));
     s.library_calls.push_back(std::move(kernel));
+  }
+  if (tuner) {
+    s.autotune_summary = tuner->summary_text();
+    s.autotuned_ops = static_cast<int>(tuner->results().size());
+    s.autotune_benchmarks = tuner->benchmarks_run();
+    for (const autotune::TuneResult& r : tuner->results()) s.template_kernels += r.winner.rfind("template:", 0) == 0;
+    if (tuner->benchmarks_run() > 0 && ::isatty(2)) std::fputs(s.autotune_summary.c_str(), stderr);
   }
   return steps;
 }
@@ -361,6 +383,9 @@ RunStats Session::stats() const {
   r.buffers = p.buffers;
   r.arena_bytes = p.arena_bytes;
   r.bytes_moved = p.bytes_moved;
+  r.autotuned_ops = impl_->autotuned_ops;
+  r.autotune_benchmarks = impl_->autotune_benchmarks;
+  r.template_kernels = impl_->template_kernels;
   return r;
 }
 const Graph& Session::graph() const { return impl_->graph; }

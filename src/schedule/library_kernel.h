@@ -10,11 +10,16 @@
 // the Relu inside oneDNN; the fused call gives 0 there.)
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
 #include "kiln/options.h"
 #include "schedule/fuse_library.h"
+
+namespace kiln::autotune {
+class Autotuner;
+}
 
 namespace kiln::schedule {
 
@@ -28,5 +33,32 @@ class LibraryKernel {  // built once per session; run() is const and thread-safe
 
 // Never returns null: every group find_library_groups makes can be built.
 std::unique_ptr<LibraryKernel> build_library_kernel(const Graph& g, const LibraryGroup& group, const Options& options);
+
+// A kernel shared by several owners (the autotuner's candidates and the session).
+class SharedLibraryKernel final : public LibraryKernel {
+ public:
+  explicit SharedLibraryKernel(std::shared_ptr<LibraryKernel> k) : k_(std::move(k)) {}
+  Tensor run(const std::vector<const Tensor*>& inputs, int64_t max_tensor_bytes) const override {
+    return k_->run(inputs, max_tensor_bytes);
+  }
+
+ private:
+  std::shared_ptr<LibraryKernel> k_;
+};
+
+// Products smaller than this many multiply-adds stay with the library: a template's compile and a
+// benchmark cost more than they could win.
+inline constexpr double kTuneMinMacs = double(1 << 21);
+
+// A MatMul / Gemm group with constant 2-D weights and static shapes, on the faster of `library` (its
+// oneDNN kernel, "onednn") and kiln's GEMM templates with the group's epilogue in their store hook
+// ("template:<config>"), as the autotuner picks (options: autotune, gemm_backends); every candidate is
+// checked against fp64 rows of the group's result first. Other groups, small products and
+// gemm_backends without template: `library` unchanged.
+// Whether tune_matmul_kernel would tune this group (else it returns the library kernel as it is).
+bool worth_tuning(const Graph& g, const LibraryGroup& group, const Options& options);
+std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryGroup& group, const Options& options,
+                                                  autotune::Autotuner& tuner, const std::string& device_key,
+                                                  std::unique_ptr<LibraryKernel> library);
 
 }  // namespace kiln::schedule

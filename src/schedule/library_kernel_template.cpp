@@ -1,0 +1,232 @@
+// MatMul / Gemm groups on kiln's GEMM template, chosen by the autotuner against oneDNN (see
+// library_kernel.h, tune_matmul_kernel).
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <random>
+
+#include "autotune/autotuner.h"
+#include "autotune/choice_helpers.h"
+#include "codegen/cpu/cpu_features.h"
+#include "schedule/library_kernel_detail.h"
+#include "templates/gemm/cpu/gemm_kernel.h"
+
+namespace kiln::schedule {
+namespace {
+
+using library_detail::constant_of;
+using library_detail::KernelBase;
+using library_detail::per_channel;
+namespace tg = templates::gemm;
+
+// What a MatMul / Gemm group computes, with everything static: out[rows, N] = act_after(act(alpha *
+// op(A) x op(B) + bias) + residual), A [.., K] flattened to rows (Gemm: [rows, K] or, transposed, [K, rows]).
+struct MatmulShape {
+  int64_t rows = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.f;
+  std::vector<float> bias;  // N values (Gemm's beta * C folded in), or empty
+  std::vector<int64_t> a_dims, out_dims;
+};
+
+std::optional<MatmulShape> static_shape(const Graph& g, const LibraryGroup& grp) {
+  if (grp.core != LibraryCore::matmul && grp.core != LibraryCore::gemm) return std::nullopt;
+  const Node& n = g.nodes[size_t(grp.core_node)];
+  const Shape& as = g.value(n.inputs[0]).type.shape;
+  if (!is_static(as) || as.size() < 2) return std::nullopt;
+  MatmulShape s;
+  s.a_dims = static_dims(as);
+  const Tensor& b = constant_of(g, n.inputs[1]);
+  if (b.rank() != 2) return std::nullopt;
+  s.trans_b = grp.core == LibraryCore::gemm && n.attr_int("transB", 0) != 0;
+  s.trans_a = grp.core == LibraryCore::gemm && n.attr_int("transA", 0) != 0;
+  if (s.trans_a && s.a_dims.size() != 2) return std::nullopt;
+  s.k = b.dim(s.trans_b ? 1 : 0);
+  s.n = b.dim(s.trans_b ? 0 : 1);
+  s.rows = s.trans_a ? s.a_dims[1] : checked_numel(s.a_dims, "matmul rows") / std::max<int64_t>(1, s.a_dims.back());
+  if (grp.core == LibraryCore::gemm) {
+    s.alpha = static_cast<float>(n.attr_float("alpha", 1.0));
+    if (n.has_input(2)) {
+      s.bias = per_channel(constant_of(g, n.inputs[2]), s.n);
+      for (float& x : s.bias) x = static_cast<float>(n.attr_float("beta", 1.0)) * x;
+    }
+    s.out_dims = {s.rows, s.n};
+  } else {
+    s.out_dims = s.a_dims;
+    s.out_dims.back() = s.n;
+  }
+  if (grp.bias != kNoValue) s.bias = per_channel(constant_of(g, grp.bias), s.n);
+  if (s.rows < 1 || s.n < 1 || s.k < 1) return std::nullopt;
+  return s;
+}
+
+const char* activation_cpp(LibraryActivation a) {
+  switch (a) {
+    case LibraryActivation::none: return "";
+    case LibraryActivation::relu: return "v = v < 0.0f ? 0.0f : v;";  // keeps NaN, as ONNX's Relu
+    case LibraryActivation::tanh: return "v = kiln_tanh(v);";
+    case LibraryActivation::sigmoid: return "v = kiln_sigmoid(v);";
+    case LibraryActivation::gelu_erf: return "v = 0.5f * v * (1.0f + kiln_erf(v * 0x1.6a09e6p-1f));";
+    case LibraryActivation::gelu_tanh:
+      return "v = 0.5f * v * (1.0f + kiln_tanh(0x1.988454p-1f * (v + 0.044715f * v * v * v)));";
+  }
+  return "";
+}
+
+double activation(LibraryActivation a, double v) {
+  switch (a) {
+    case LibraryActivation::none: return v;
+    case LibraryActivation::relu: return v < 0 ? 0 : v;
+    case LibraryActivation::tanh: return std::tanh(v);
+    case LibraryActivation::sigmoid: return 1 / (1 + std::exp(-v));
+    case LibraryActivation::gelu_erf: return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    case LibraryActivation::gelu_tanh: return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  }
+  return v;
+}
+
+tg::GemmSpec template_spec(const MatmulShape& s, const LibraryGroup& grp) {
+  tg::GemmSpec spec;
+  tg::GemmProblem& p = spec.problem;
+  p.m = s.rows, p.n = s.n, p.k = s.k;
+  p.trans_a = s.trans_a, p.trans_b = s.trans_b;
+  p.b_constant = true;
+  p.alpha = s.alpha;
+  if (!s.bias.empty()) p.bias = tg::GemmProblem::Bias::row;
+  std::string body = activation_cpp(grp.act);
+  if (grp.residual >= 0) {
+    spec.epilogue.extra_inputs = {DType::f32};
+    body += " v = v + x0[m * N + n];";
+  }
+  body += activation_cpp(grp.act_after);
+  spec.epilogue.body = body;
+  return spec;
+}
+
+// The group on a compiled template kernel (weights packed once).
+class TemplateMatmulKernel final : public KernelBase {
+ public:
+  TemplateMatmulKernel(const Graph& g, const LibraryGroup& grp, MatmulShape shape, tg::GemmKernel kernel)
+      : KernelBase(g, grp), s_(std::move(shape)), kernel_(std::move(kernel)) {}
+
+  Tensor run(const std::vector<const Tensor*>& in, int64_t max_bytes) const override {
+    const Tensor& a = *in.at(0);
+    if (a.dtype() != DType::f32 || a.shape() != s_.a_dims)
+      fail("A is {} {}, the kernel was built for f32 {}", dtype_name(a.dtype()), a.shape_string(),
+           library_detail::dims_string(s_.a_dims));
+    const Tensor* r = residual(in, s_.out_dims);
+    Tensor out = allocate(s_.out_dims, max_bytes);
+    const void* extra[1] = {r ? r->raw() : nullptr};
+    kernel_.run(s_.bias.empty() ? nullptr : s_.bias.data(), a.data<float>(), nullptr, out.data<float>(), s_.rows,
+                extra);
+    return out;
+  }
+
+ private:
+  MatmulShape s_;
+  tg::GemmKernel kernel_;
+};
+
+// Benchmark operands of a group: random A and residual, the graph's constants; and fp64 rows to check.
+struct Bench {
+  std::vector<Tensor> owned;
+  std::vector<const Tensor*> inputs;
+  std::vector<int64_t> rows;
+  std::vector<double> want;
+
+  Bench(const Graph& g, const LibraryGroup& grp, const MatmulShape& s) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    owned.reserve(grp.inputs.size());
+    for (size_t i = 0; i < grp.inputs.size(); ++i) {
+      const auto& c = g.value(grp.inputs[i]).constant;
+      if (c) {
+        inputs.push_back(c.get());
+        continue;
+      }
+      owned.push_back(Tensor::empty(DType::f32, static_cast<int>(i) == grp.residual ? s.out_dims : s.a_dims));
+      for (int64_t j = 0; j < owned.back().numel(); ++j) owned.back().data<float>()[j] = d(rng);
+      inputs.push_back(&owned.back());
+    }
+    const float* a = inputs[0]->data<float>();
+    const float* b = constant_of(g, g.nodes[size_t(grp.core_node)].inputs[1]).data<float>();
+    const float* res = grp.residual >= 0 ? inputs[size_t(grp.residual)]->data<float>() : nullptr;
+    for (int64_t r : {int64_t{0}, s.rows / 2, s.rows - 1})
+      if (rows.empty() || rows.back() != r) rows.push_back(r);
+    for (int64_t r : rows)
+      for (int64_t j = 0; j < s.n; ++j) {
+        double acc = 0;
+        for (int64_t q = 0; q < s.k; ++q)
+          acc += double(a[s.trans_a ? q * s.rows + r : r * s.k + q]) * double(b[s.trans_b ? j * s.k + q : q * s.n + j]);
+        double v = activation(grp.act, s.alpha * acc + (s.bias.empty() ? 0.0 : s.bias[size_t(j)]));
+        if (res) v += res[r * s.n + j];
+        want.push_back(activation(grp.act_after, v));
+      }
+  }
+
+  bool check(const Tensor& out, const MatmulShape& s, std::string& why) const {
+    std::vector<float> got;
+    for (int64_t r : rows) got.insert(got.end(), out.data<float>() + r * s.n, out.data<float>() + (r + 1) * s.n);
+    return autotune::outputs_match(got.data(), want.data(), got.size(), {2e-6 * double(s.k) * std::fabs(s.alpha) + 1e-5, 1e-4},
+                                   why);
+  }
+};
+
+}  // namespace
+
+bool worth_tuning(const Graph& g, const LibraryGroup& grp, const Options& options) {
+  const std::vector<std::string> backends = autotune::gemm_backends(options);
+  if (std::find(backends.begin(), backends.end(), "template") == backends.end()) return false;
+  std::optional<MatmulShape> shape = static_shape(g, grp);
+  return shape && double(shape->rows) * double(shape->n) * double(shape->k) >= kTuneMinMacs;
+}
+
+std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryGroup& grp, const Options& options,
+                                                  autotune::Autotuner& tuner, const std::string& device_key,
+                                                  std::unique_ptr<LibraryKernel> library) {
+  if (!worth_tuning(g, grp, options)) return library;
+  const std::vector<std::string> backends = autotune::gemm_backends(options);
+  if (std::find(backends.begin(), backends.end(), "onednn") == backends.end()) library.reset();
+  std::optional<MatmulShape> shape = static_shape(g, grp);
+  auto bench = std::make_shared<Bench>(g, grp, *shape);
+  autotune::TuneRequest req;
+  req.op_signature = grp.label + (shape->trans_a ? " transA" : "") + (shape->trans_b ? " transB" : "");
+  req.shape_key = fmt::format("M={},N={},K={}", shape->rows, shape->n, shape->k);
+  req.dtype = "f32";
+  req.device_key = device_key;
+  req.library_versions = "onednn";
+  req.settings_key = autotune::gemm_settings_key(options);
+  std::shared_ptr<LibraryKernel> lib(std::move(library));
+  auto choice = [&](std::string name, std::function<void()> prepare, std::function<std::shared_ptr<LibraryKernel>()> get) {
+    req.choices.push_back(autotune::make_choice(
+        {std::move(name), std::move(prepare), [get, bench] { get()->run(bench->inputs, INT64_MAX); },
+         [get, bench, s = *shape](std::string& why) { return bench->check(get()->run(bench->inputs, INT64_MAX), s, why); }}));
+  };
+  if (lib) choice("onednn", nullptr, [lib] { return lib; });
+  std::vector<std::shared_ptr<std::shared_ptr<LibraryKernel>>> built;
+  const tg::GemmSpec base = template_spec(*shape, grp);
+  const bool exhaustive = tuner.mode() == autotune::TuneMode::max;
+  for (const tg::GemmConfig& config : tg::config_space(base.problem, codegen::cpu::detect_cpu_features(), exhaustive)) {
+    auto slot = std::make_shared<std::shared_ptr<LibraryKernel>>();
+    built.push_back(slot);
+    tg::GemmSpec spec = base;
+    spec.config = config;
+    choice(
+        "template:" + config.name(),
+        [slot, spec, &g, &grp, &options, s = *shape] {
+          tg::GemmKernel k = std::move(tg::GemmKernel::compile({spec}, options)[0]);
+          k.set_constant_b(constant_of(g, g.nodes[size_t(grp.core_node)].inputs[1]).data<float>());
+          *slot = std::make_shared<TemplateMatmulKernel>(g, grp, s, std::move(k));
+        },
+        [slot] { return *slot; });
+  }
+  autotune::TuneResult r = tuner.tune(req);
+  const std::string& winner = r.winner;
+  if (winner == "onednn") return std::make_unique<SharedLibraryKernel>(lib);
+  for (size_t i = 0; i < req.choices.size(); ++i)
+    if (req.choices[i]->name() == winner) return std::make_unique<SharedLibraryKernel>(*built[lib ? i - 1 : i]);
+  internal_error("autotune picked '{}', which is not a candidate", winner);
+}
+
+}  // namespace kiln::schedule

@@ -1,0 +1,133 @@
+// GEMM templates in compiled sessions: MatMul / Gemm groups go to the autotuner, which picks between
+// oneDNN and kiln's template (with the group's epilogue in the store hook); results match the fp64
+// reference (NaN and infinities included), a second compile benchmarks nothing, and the settings
+// decide who may compete.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "kiln/builder.h"
+#include "kiln/session.h"
+#include "ops/node_runner.h"
+#include "runtime/compare.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+// y = Relu(Gelu(A x B + bias) + R): the whole chain is one library group.
+Graph matmul_chain(int64_t m, int64_t k, int64_t n) {
+  GraphBuilder b("chain");
+  ValueId a = b.input("a", DType::f32, {m, k});
+  ValueId r = b.input("r", DType::f32, {m, n});
+  ValueId w = b.constant("w", random_uniform(DType::f32, {k, n}, -0.5, 0.5, 3));
+  ValueId bias = b.constant("bias", random_uniform(DType::f32, {n}, -0.5, 0.5, 4));
+  ValueId h = b.op(OpKind::Add, {b.op(OpKind::MatMul, {a, w}), bias});
+  // GELU as exporters write it: x * 0.5 * (1 + erf(x / sqrt(2))).
+  ValueId erf = b.op(OpKind::Erf, {b.op(OpKind::Div, {h, b.scalar(DType::f32, std::sqrt(2.0))})});
+  ValueId gelu = b.op(OpKind::Mul, {b.op(OpKind::Mul, {h, b.op(OpKind::Add, {erf, b.scalar(DType::f32, 1.0)})}),
+                                    b.scalar(DType::f32, 0.5)});
+  b.output(b.op(OpKind::Relu, {b.op(OpKind::Add, {gelu, r})}), "y");
+  return b.build();
+}
+
+// Gemm(A, B^T) * alpha + beta * C.
+Graph gemm_trans_b(int64_t m, int64_t k, int64_t n) {
+  GraphBuilder b("gemm");
+  ValueId a = b.input("a", DType::f32, {m, k});
+  ValueId w = b.constant("w", random_uniform(DType::f32, {n, k}, -0.5, 0.5, 5));
+  ValueId c = b.constant("c", random_uniform(DType::f32, {n}, -0.5, 0.5, 6));
+  b.output(b.op(OpKind::Gemm, {a, w, c}, {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}}), "y");
+  return b.build();
+}
+
+Tensor with_specials(Tensor t) {
+  float* p = t.data<float>();
+  p[3] = std::numeric_limits<float>::quiet_NaN();
+  p[t.numel() / 2] = std::numeric_limits<float>::infinity();
+  p[t.numel() - 5] = -std::numeric_limits<float>::infinity();
+  return t;
+}
+
+class GemmSchedule : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kiln_gemm_schedule_" + std::to_string(getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  Options options(const std::string& backends = "template,onednn") const {
+    Options o;
+    o.cache_dir = (dir_ / "cache").string();
+    o.compile_jobs = 2;
+    o.set("autotune", "fast");
+    o.set("gemm_backends", backends);
+    return o;
+  }
+  // Compiled against the fp64 reference on the same inputs.
+  void expect_matches_reference(const Session& compiled, const Graph& g, const std::map<std::string, Tensor>& in) {
+    Session reference = Session::from_graph(g, Mode::reference, options());
+    Tensor got = compiled.run(in).at("y");
+    Tensor want = reference.run(in).at("y");
+    CloseResult r = all_close(convert_tensor(got, DType::f64), want, 1e-4, 1e-4);
+    EXPECT_TRUE(r.ok) << r.reason;
+  }
+  fs::path dir_;
+};
+
+TEST_F(GemmSchedule, TemplateWithItsEpilogueIsTunedOnceAndMatchesTheReference) {
+  const int64_t m = 67, k = 200, n = 190;  // no tile divides them; 2.5M multiply-adds: worth tuning
+  Graph g = matmul_chain(m, k, n);
+  std::map<std::string, Tensor> in = {{"a", with_specials(random_uniform(DType::f32, {m, k}, -1, 1, 1))},
+                                      {"r", with_specials(random_uniform(DType::f32, {m, n}, -1, 1, 2))}};
+  // Only the template competes: it must run, one library step with the whole chain.
+  Session only_template = Session::from_graph(g, Mode::compiled, options("template"));
+  RunStats s = only_template.stats();
+  EXPECT_EQ(s.library_kernels, 1);
+  EXPECT_EQ(s.kernels, 1);
+  EXPECT_EQ(s.autotuned_ops, 1);
+  EXPECT_EQ(s.autotune_benchmarks, 1);
+  EXPECT_EQ(s.template_kernels, 1);
+  expect_matches_reference(only_template, g, in);
+
+  // Both compete in a fresh cache; whichever wins matches too. A second compile reads the database.
+  fs::remove_all(dir_ / "cache");
+  Session first = Session::from_graph(g, Mode::compiled, options());
+  EXPECT_EQ(first.stats().autotune_benchmarks, 1);
+  expect_matches_reference(first, g, in);
+  Session second = Session::from_graph(g, Mode::compiled, options());
+  EXPECT_EQ(second.stats().autotuned_ops, 1);
+  EXPECT_EQ(second.stats().autotune_benchmarks, 0);
+  EXPECT_EQ(second.stats().template_kernels, first.stats().template_kernels);
+
+  // oneDNN alone: nothing to tune. autotune=off: the default (oneDNN), no benchmark.
+  Session library = Session::from_graph(g, Mode::compiled, options("onednn"));
+  EXPECT_EQ(library.stats().autotuned_ops, 0);
+  expect_matches_reference(library, g, in);
+  Options off = options();
+  off.set("autotune", "off");
+  fs::remove_all(dir_ / "cache");
+  Session untuned = Session::from_graph(g, Mode::compiled, off);
+  EXPECT_EQ(untuned.stats().autotune_benchmarks, 0);
+  EXPECT_EQ(untuned.stats().template_kernels, 0);
+}
+
+TEST_F(GemmSchedule, GemmWithTransposedWeightsAlphaBetaAndSmallProducts) {
+  Graph g = gemm_trans_b(130, 96, 200);
+  Session s = Session::from_graph(g, Mode::compiled, options("template"));
+  EXPECT_EQ(s.stats().template_kernels, 1);
+  expect_matches_reference(s, g, {{"a", with_specials(random_uniform(DType::f32, {130, 96}, -1, 1, 9))}});
+  // Below kTuneMinMacs the library keeps it, whatever the settings.
+  Graph tiny = gemm_trans_b(3, 16, 8);
+  Session t = Session::from_graph(tiny, Mode::compiled, options("template"));
+  EXPECT_EQ(t.stats().autotuned_ops, 0);
+  expect_matches_reference(t, tiny, {{"a", random_uniform(DType::f32, {3, 16}, -1, 1, 10)}});
+}
+
+}  // namespace
+}  // namespace kiln
