@@ -189,7 +189,18 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
   const std::vector<std::string> backends = autotune::gemm_backends(options);
   if (std::find(backends.begin(), backends.end(), "onednn") == backends.end()) library.reset();
   std::optional<MatmulShape> shape = static_shape(g, grp);
-  auto bench = std::make_shared<Bench>(g, grp, *shape);
+  // Made on first use: a stored winner needs no benchmark operands and no reference.
+  struct LazyBench {
+    const Graph& g;
+    const LibraryGroup& grp;
+    MatmulShape shape;
+    std::unique_ptr<Bench> made;
+    Bench& get() {
+      if (!made) made = std::make_unique<Bench>(g, grp, shape);
+      return *made;
+    }
+  };
+  auto bench = std::make_shared<LazyBench>(LazyBench{g, grp, *shape, nullptr});
   autotune::TuneRequest req;
   req.op_signature = grp.label + (shape->trans_a ? " transA" : "") + (shape->trans_b ? " transB" : "");
   req.shape_key = fmt::format("M={},N={},K={}", shape->rows, shape->n, shape->k);
@@ -200,8 +211,11 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
   std::shared_ptr<LibraryKernel> lib(std::move(library));
   auto choice = [&](std::string name, std::function<void()> prepare, std::function<std::shared_ptr<LibraryKernel>()> get) {
     req.choices.push_back(autotune::make_choice(
-        {std::move(name), std::move(prepare), [get, bench] { get()->run(bench->inputs, INT64_MAX); },
-         [get, bench, s = *shape](std::string& why) { return bench->check(get()->run(bench->inputs, INT64_MAX), s, why); }}));
+        {std::move(name), std::move(prepare), [get, bench] { get()->run(bench->get().inputs, INT64_MAX); },
+         [get, bench, s = *shape](std::string& why) {
+           Bench& b = bench->get();
+           return b.check(get()->run(b.inputs, INT64_MAX), s, why);
+         }}));
   };
   if (lib) choice("onednn", nullptr, [lib] { return lib; });
   std::vector<std::shared_ptr<std::shared_ptr<LibraryKernel>>> built;
