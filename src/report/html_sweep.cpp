@@ -1,6 +1,7 @@
 // Sweep curves for the HTML reports (html.h): softmax routes by row width, GEMM choices by M.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -77,13 +78,32 @@ std::string softmax_section(const json& sweep) {
   return h;
 }
 
+// "template:<config>" -> "template" (the best config of each shape is drawn), others as they are.
+std::string family(const std::string& choice) { return choice.substr(0, choice.find(':')); }
+
 std::string gemm_section(const json& sweep) {
-  // One chart per (N, K, epilogue), GFLOP/s against M per choice.
-  std::map<std::tuple<int64_t, int64_t, std::string>, SeriesBuilder> charts;
+  // One chart per (N, K, epilogue), GFLOP/s against M per choice family (templates: the best config at
+  // each M; the dot is filled when the pick was in that family).
+  using Key = std::tuple<int64_t, int64_t, std::string>;
+  struct Point {
+    double gflops = 0;
+    bool chosen = false;
+  };
+  std::map<Key, std::map<std::string, std::map<double, Point>>> best;
+  std::vector<std::string> order;
   for (const json& r : sweep.at("records")) {
-    auto key = std::make_tuple(r.value("n", int64_t{0}), r.value("k", int64_t{0}), r.value("epilogue", std::string()));
-    charts[key].add(r.value("choice", std::string("?")), number(r, "m"), number(r, "gflops"), r.value("chosen", false));
+    Key key{r.value("n", int64_t{0}), r.value("k", int64_t{0}), r.value("epilogue", std::string())};
+    const std::string f = family(r.value("choice", std::string("?")));
+    if (std::find(order.begin(), order.end(), f) == order.end()) order.push_back(f);
+    Point& p = best[key][f][number(r, "m")];
+    p.gflops = std::max(p.gflops, number(r, "gflops"));
+    p.chosen = p.chosen || r.value("chosen", false);
   }
+  std::map<Key, SeriesBuilder> charts;
+  for (auto& [key, families] : best)
+    for (const std::string& f : order)
+      if (auto it = families.find(f); it != families.end())
+        for (auto& [m, p] : it->second) charts[key].add(f == "template" ? "template (best config)" : f, m, p.gflops, p.chosen);
   std::string h;
   for (auto& [key, b] : charts) {
     auto& [n, k, epilogue] = key;
