@@ -218,8 +218,6 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
   apply_threads(options, a.threads);
   const int threads = omp_get_max_threads();
   const std::vector<std::string> backends = autotune::gemm_backends(options);
-  if (std::find(backends.begin(), backends.end(), "blas") != backends.end())
-    std::fprintf(stderr, "sweep gemm: gemm_backends names blas, but this kiln has no BLAS choice yet; skipped\n");
   options.autotune_budget_s = 1e9;  // a measurement of every shape, not a model's compile: no budget
   autotune::Autotuner tuner(options, codegen::cpu::resolve_cache_dir(options) / autotune::kTuningStoreFileName);
   tuner.set_use_stored(false);
