@@ -2,8 +2,8 @@
 // 64..50265 (the fused row kernel forced per-row, the fused kernel forced split-row, and the library
 // call: oneDNN plus its NaN scan), next to a plain copy of the same bytes, then derives the routing
 // thresholds (softmax_route.h) and with --store writes them to the tuning database, where the router
-// reads them. Also times masked attention probabilities Softmax(scores * scale + mask) of [8,12,S,S]
-// through whole compiled sessions, fused (one kernel) against the library fallback.
+// reads them. Also times masked attention probabilities Softmax(scores * scale + mask) of [8,12,S,S]:
+// the fused kernel (one kernel) against the library fallback (the scale and mask apart, then oneDNN).
 //
 // Method: rows = max(8, elements / width) so that every measurement moves the same 128 MiB (more than
 // the last-level cache holds, so the copy measures memory bandwidth, as STREAM does); each
@@ -36,12 +36,14 @@
 
 #include "autotune/tuning_db.h"
 #include "codegen/cpu/compile_kernels.h"
+#include "codegen/cpu/emit_pointwise.h"
 #include "codegen/cpu/emit_row.h"
 #include "kernels/onednn/softmax.h"
 #include "kiln/builder.h"
 #include "kiln/session.h"
 #include "passes/passes.h"
 #include "report/html.h"
+#include "schedule/fuse_pointwise.h"
 #include "schedule/fuse_rows.h"
 #include "schedule/softmax_route.h"
 #include "support/error.h"
@@ -229,8 +231,21 @@ struct AttentionResult {
   bool library_chosen = false;
 };
 
-// Softmax(scores * scale + mask), scores [8, 12, S, S], mask [1, 1, S, S]: whole compiled sessions
-// (outputs allocated per run, alike for both routes).
+// The kernel inputs of a group: graph inputs by name from `given`, constants from the graph.
+std::vector<const void*> group_inputs(const Graph& g, const std::vector<ValueId>& inputs,
+                                      const std::map<std::string, Tensor>& given) {
+  std::vector<const void*> ptrs;
+  for (ValueId v : inputs) {
+    const Value& value = g.value(v);
+    if (value.constant) ptrs.push_back(value.constant->raw());
+    else ptrs.push_back(given.at(value.name).raw());
+  }
+  return ptrs;
+}
+
+// Softmax(scores * scale + mask), scores [8, 12, S, S], mask [1, 1, S, S], as the two routes' kernels
+// run it into preallocated outputs: fused (one row kernel reading the mask by broadcast) against the
+// library fallback (a pointwise kernel writing scale * scores + mask, then oneDNN's softmax of that).
 std::vector<AttentionResult> sweep_attention(const SweepArgs& a, const Options& options) {
   std::vector<AttentionResult> out;
   for (int64_t s : a.attention_seqs) {
@@ -240,21 +255,40 @@ std::vector<AttentionResult> sweep_attention(const SweepArgs& a, const Options& 
     ValueId scaled = b.op(OpKind::Mul, {scores, b.scalar(DType::f32, 0.125)});
     b.output(b.op(OpKind::Softmax, {b.op(OpKind::Add, {scaled, mask})}, {{"axis", int64_t{-1}}}, "sm"), "probs");
     Graph g = b.build();
-    Options library_options = options;
-    library_options.set("masked_softmax_library_fallback", "1");
-    Options fused_options = options;
-    fused_options.set("masked_softmax_library_fallback", "0");
-    Session fused = Session::from_graph(g, Mode::compiled, fused_options);
-    Session library = Session::from_graph(g, Mode::compiled, library_options);
-    std::map<std::string, Tensor> inputs;
-    inputs.emplace("scores", Tensor::empty(DType::f32, {8, 12, s, s}));
-    inputs.emplace("mask", Tensor::empty(DType::f32, {1, 1, s, s}));
-    fill_random(inputs.at("scores").data<float>(), 8 * 12 * s * s, 7);
-    float* m = inputs.at("mask").data<float>();
+    infer_shapes(g, Options{});
+    auto fused = schedule::find_row_groups(g, std::vector<char>(g.nodes.size(), 0));
+    std::vector<char> softmax_claimed(g.nodes.size(), 0);
+    for (size_t i = 0; i < g.nodes.size(); ++i) softmax_claimed[i] = g.nodes[i].op == OpKind::Softmax;
+    auto pointwise = schedule::find_pointwise_groups(g, softmax_claimed);
+    KILN_INTERNAL_CHECK(fused.size() == 1 && fused[0].nodes.size() == 3 && pointwise.size() == 1,
+                        "sweep: attention gave {} row and {} pointwise groups", fused.size(), pointwise.size());
+    fused[0].kernel.name = fmt::format("sweep_attention_{}_fused", s);
+    pointwise[0].kernel.name = fmt::format("sweep_attention_{}_scale_mask", s);
+    std::vector<codegen::cpu::CompiledKernel> built = codegen::cpu::compile_kernels(
+        {codegen::cpu::emit_row_cpp(fused[0].kernel).source, codegen::cpu::emit_pointwise_cpp(pointwise[0].kernel).source},
+        options);
+    auto* fused_fn = reinterpret_cast<codegen::cpu::RowEntry*>(built[0].entry(fused[0].kernel.name));
+    auto* pointwise_fn = reinterpret_cast<codegen::cpu::PointwiseEntry*>(built[1].entry(pointwise[0].kernel.name));
+
+    std::map<std::string, Tensor> given;
+    given.emplace("scores", Tensor::empty(DType::f32, {8, 12, s, s}));
+    given.emplace("mask", Tensor::empty(DType::f32, {1, 1, s, s}));
+    fill_random(given.at("scores").data<float>(), 8 * 12 * s * s, 7);
+    float* m = given.at("mask").data<float>();
     for (int64_t i = 0; i < s; ++i)  // causal: -inf above the diagonal
       for (int64_t j = 0; j < s; ++j) m[i * s + j] = j > i ? -INFINITY : 0.0f;
-    std::vector<double> ms = interleaved_times({[&] { fused.run(inputs); }, [&] { library.run(inputs); }},
-                                                 a.budget_ms * 4, 5, a.fastest);
+    Tensor y = Tensor::empty(DType::f32, {8, 12, s, s}), t = Tensor::empty(DType::f32, {8, 12, s, s});
+    std::vector<const void*> fused_in = group_inputs(g, fused[0].inputs, given);
+    std::vector<const void*> pointwise_in = group_inputs(g, pointwise[0].inputs, given);
+    const onednn::SoftmaxShape shape{8 * 12 * s, s, 1};
+    std::vector<double> ms = interleaved_times(
+        {[&] { fused_fn(fused_in.data(), y.raw(), nullptr); },
+         [&] {
+           pointwise_fn(pointwise_in.data(), t.raw(), nullptr);
+           if (!onednn::softmax_f32(shape, false, t.data<float>(), y.data<float>()))
+             user_error("sweep: oneDNN has no softmax for [{}, {}]", shape.outer, s);
+         }},
+        a.budget_ms * 4, 5, a.fastest);
     AttentionResult r;
     r.seq = s;
     r.ms[0] = ms[0];
@@ -343,7 +377,7 @@ int sweep_softmax(const SweepArgs& a, Options options) {
 
   json attention = json::array();
   if (!a.attention_seqs.empty()) {
-    std::printf("\nmasked attention Softmax(scores * 0.125 + mask), [8, 12, S, S], whole compiled sessions\n");
+    std::printf("\nmasked attention Softmax(scores * 0.125 + mask), [8, 12, S, S], kernels into preallocated outputs\n");
     std::printf("%6s | %-17s | %-17s\n", "S", "fused GB/s ms", "library GB/s ms");
     for (const AttentionResult& r : sweep_attention(sorted, options)) {
       double bytes = (2.0 * 8 * 12 + 1) * double(r.seq) * double(r.seq) * 4.0;

@@ -113,6 +113,21 @@ TEST_F(SweepCli, TinySweepWritesRecordsAndStoresThresholds) {
   EXPECT_NE(out.find("routing now uses: calibration " + db.string()), std::string::npos) << out;
   ASSERT_EQ(kiln("sweep softmax --threads 2 --widths 64 --no-attention --elements 512 --budget-ms 1", out), 0) << out;
   EXPECT_NE(out.find("routing now uses: defaults"), std::string::npos) << out;
+
+  // The attention rows: both routes' kernels, one of them chosen.
+  ASSERT_EQ(kiln("sweep softmax --threads 1 --widths 64 --attention-seqs 8 --elements 512 --budget-ms 1 --json '" +
+                     json_file.string() + "'",
+                 out),
+            0)
+      << out;
+  j = nlohmann::json::parse(read(json_file));
+  ASSERT_EQ(j["attention"].size(), 2u) << j.dump();
+  int attention_chosen = 0;
+  for (const auto& r : j["attention"]) {
+    EXPECT_GT(r["ms"].get<double>(), 0.0);
+    attention_chosen += r["chosen"].get<bool>() ? 1 : 0;
+  }
+  EXPECT_EQ(attention_chosen, 1);
 }
 
 TEST_F(SweepCli, BadArgumentsAreUserErrors) {
