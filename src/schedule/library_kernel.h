@@ -49,8 +49,11 @@ class SharedLibraryKernel final : public LibraryKernel {
 // Products smaller than this many multiply-adds stay with the library: a template's compile and a
 // benchmark cost more than they could win.
 inline constexpr double kTuneMinMacs = double(1 << 21);
+// A group whose rows are symbolic (batch x sequence) is tuned at this many rows, and its template is the
+// persistent kernel that takes M at run time, so any size runs without a recompile.
+inline constexpr int64_t kSymbolicTuneRows = 128;
 
-// A MatMul / Gemm group with constant 2-D weights and static shapes, on the faster of `library` (its
+// A MatMul / Gemm group with constant 2-D weights and a static K (rows may be symbolic), on the faster of `library` (its
 // oneDNN kernel, "onednn") and kiln's GEMM templates with the group's epilogue in their store hook
 // ("template:<config>"), as the autotuner picks (options: autotune, gemm_backends); every candidate is
 // checked against fp64 rows of the group's result first. Other groups, small products and

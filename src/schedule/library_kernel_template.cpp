@@ -23,7 +23,8 @@ namespace tg = templates::gemm;
 // What a MatMul / Gemm group computes, with everything static: out[rows, N] = act_after(act(alpha *
 // op(A) x op(B) + bias) + residual), A [.., K] flattened to rows (Gemm: [rows, K] or, transposed, [K, rows]).
 struct MatmulShape {
-  int64_t rows = 0, n = 0, k = 0;
+  int64_t rows = 0, n = 0, k = 0;  // symbolic rows: `rows` is the size the autotuner measures at
+  bool symbolic_rows = false;      // then one persistent kernel serves every M (a_dims/out_dims: [rows, K/N])
   bool trans_a = false, trans_b = false;
   float alpha = 1.f;
   std::vector<float> bias;  // N values (Gemm's beta * C folded in), or empty
@@ -34,9 +35,17 @@ std::optional<MatmulShape> static_shape(const Graph& g, const LibraryGroup& grp)
   if (grp.core != LibraryCore::matmul && grp.core != LibraryCore::gemm) return std::nullopt;
   const Node& n = g.nodes[size_t(grp.core_node)];
   const Shape& as = g.value(n.inputs[0]).type.shape;
-  if (!is_static(as) || as.size() < 2) return std::nullopt;
+  if (as.size() < 2) return std::nullopt;
   MatmulShape s;
-  s.a_dims = static_dims(as);
+  if (!is_static(as)) {
+    // Symbolic rows (batch x sequence): K must be known; the kernel is tuned at kSymbolicTuneRows rows.
+    const bool gemm_trans_a = grp.core == LibraryCore::gemm && n.attr_int("transA", 0) != 0;
+    if (gemm_trans_a || !as.back().is_static()) return std::nullopt;
+    s.symbolic_rows = true;
+    s.a_dims = {kSymbolicTuneRows, as.back().value};
+  } else {
+    s.a_dims = static_dims(as);
+  }
   const Tensor& b = constant_of(g, n.inputs[1]);
   if (b.rank() != 2) return std::nullopt;
   s.trans_b = grp.core == LibraryCore::gemm && n.attr_int("transB", 0) != 0;
@@ -56,6 +65,7 @@ std::optional<MatmulShape> static_shape(const Graph& g, const LibraryGroup& grp)
     s.out_dims = s.a_dims;
     s.out_dims.back() = s.n;
   }
+  if (s.symbolic_rows && s.a_dims.back() != s.k) return std::nullopt;
   if (grp.bias != kNoValue) s.bias = per_channel(constant_of(g, grp.bias), s.n);
   if (s.rows < 1 || s.n < 1 || s.k < 1) return std::nullopt;
   return s;
@@ -89,7 +99,7 @@ double activation(LibraryActivation a, double v) {
 tg::GemmSpec template_spec(const MatmulShape& s, const LibraryGroup& grp) {
   tg::GemmSpec spec;
   tg::GemmProblem& p = spec.problem;
-  p.m = s.rows, p.n = s.n, p.k = s.k;
+  p.m = s.symbolic_rows ? -1 : s.rows, p.n = s.n, p.k = s.k;
   p.trans_a = s.trans_a, p.trans_b = s.trans_b;
   p.b_constant = true;
   p.alpha = s.alpha;
@@ -112,14 +122,23 @@ class TemplateMatmulKernel final : public KernelBase {
 
   Tensor run(const std::vector<const Tensor*>& in, int64_t max_bytes) const override {
     const Tensor& a = *in.at(0);
-    if (a.dtype() != DType::f32 || a.shape() != s_.a_dims)
+    std::vector<int64_t> out_dims = s_.out_dims;
+    int64_t rows = s_.rows;
+    if (s_.symbolic_rows) {  // any rows of K columns: [.., K] -> [.., N]
+      if (a.dtype() != DType::f32 || a.rank() < 2 || a.dim(-1) != s_.k)
+        fail("A is {} {}, K is {}", dtype_name(a.dtype()), a.shape_string(), s_.k);
+      out_dims = a.shape();
+      out_dims.back() = s_.n;
+      rows = a.numel() / s_.k;
+    } else if (a.dtype() != DType::f32 || a.shape() != s_.a_dims) {
       fail("A is {} {}, the kernel was built for f32 {}", dtype_name(a.dtype()), a.shape_string(),
            library_detail::dims_string(s_.a_dims));
-    const Tensor* r = residual(in, s_.out_dims);
-    Tensor out = allocate(s_.out_dims, max_bytes);
+    }
+    const Tensor* r = residual(in, out_dims);
+    Tensor out = allocate(out_dims, max_bytes);
+    if (rows == 0) return out;
     const void* extra[1] = {r ? r->raw() : nullptr};
-    kernel_.run(s_.bias.empty() ? nullptr : s_.bias.data(), a.data<float>(), nullptr, out.data<float>(), s_.rows,
-                extra);
+    kernel_.run(s_.bias.empty() ? nullptr : s_.bias.data(), a.data<float>(), nullptr, out.data<float>(), rows, extra);
     return out;
   }
 
@@ -203,7 +222,8 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
   auto bench = std::make_shared<LazyBench>(LazyBench{g, grp, *shape, nullptr});
   autotune::TuneRequest req;
   req.op_signature = grp.label + (shape->trans_a ? " transA" : "") + (shape->trans_b ? " transB" : "");
-  req.shape_key = fmt::format("M={},N={},K={}", shape->rows, shape->n, shape->k);
+  req.shape_key = shape->symbolic_rows ? fmt::format("M=symbolic (timed at {}),N={},K={}", shape->rows, shape->n, shape->k)
+                                       : fmt::format("M={},N={},K={}", shape->rows, shape->n, shape->k);
   req.dtype = "f32";
   req.device_key = device_key;
   req.library_versions = "onednn";

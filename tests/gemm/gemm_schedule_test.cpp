@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "codegen/cpu/toolchain.h"
 #include "kiln/builder.h"
 #include "kiln/session.h"
 #include "ops/node_runner.h"
@@ -127,6 +128,23 @@ TEST_F(GemmSchedule, GemmWithTransposedWeightsAlphaBetaAndSmallProducts) {
   Session t = Session::from_graph(tiny, Mode::compiled, options("template"));
   EXPECT_EQ(t.stats().autotuned_ops, 0);
   expect_matches_reference(t, tiny, {{"a", random_uniform(DType::f32, {3, 16}, -1, 1, 10)}});
+}
+
+TEST_F(GemmSchedule, SymbolicBatchAndSequenceRunAtTwoSizesOnOnePersistentKernel) {
+  GraphBuilder b("symbolic");
+  ValueId a = b.input("a", DType::f32, Shape{Dim::sym("batch"), Dim::sym("seq"), Dim::fixed(160)});
+  ValueId w = b.constant("w", random_uniform(DType::f32, {160, 144}, -0.5, 0.5, 11));
+  ValueId bias = b.constant("bias", random_uniform(DType::f32, {144}, -0.5, 0.5, 12));
+  b.output(b.op(OpKind::Relu, {b.op(OpKind::Add, {b.op(OpKind::MatMul, {a, w}), bias})}), "y");
+  Graph g = b.build();
+  Session s = Session::from_graph(g, Mode::compiled, options("template"));
+  EXPECT_EQ(s.stats().autotuned_ops, 1);
+  EXPECT_EQ(s.stats().template_kernels, 1);
+  const uint64_t compiles = codegen::cpu::compiler_run_count();
+  expect_matches_reference(s, g, {{"a", with_specials(random_uniform(DType::f32, {2, 37, 160}, -1, 1, 13))}});
+  expect_matches_reference(s, g, {{"a", random_uniform(DType::f32, {1, 5, 160}, -1, 1, 14)}});
+  expect_matches_reference(s, g, {{"a", random_uniform(DType::f32, {3, 0, 160}, -1, 1, 15)}});
+  EXPECT_EQ(codegen::cpu::compiler_run_count(), compiles) << "a size change recompiled a kernel";
 }
 
 }  // namespace
