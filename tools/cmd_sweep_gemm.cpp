@@ -33,6 +33,7 @@
 #include "codegen/cpu/vector_math.h"
 #include "kernels/onednn/fused.h"
 #include "report/html.h"
+#include "schedule/library_kernel.h"
 #include "schedule/softmax_route.h"
 #include "support/error.h"
 #include "templates/gemm/cpu/gemm_kernel.h"
@@ -75,10 +76,9 @@ Shape parse_shape(const std::string& text) {
   return s;
 }
 
-// GELU in ONNX's erf form, as the exporters write it.
-constexpr const char* kGeluBody = "v = 0.5f * v * (1.0f + kiln_erf(v * 0x1.6a09e6p-1f));";
-
-double gelu(double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); }
+// GELU in ONNX's erf form, as compiled models' GEMM epilogues compute it.
+const char* gelu_body() { return schedule::activation_cpp(schedule::LibraryActivation::gelu_erf); }
+double gelu(double v) { return schedule::activation_fp64(schedule::LibraryActivation::gelu_erf, v); }
 
 // Inputs, the reference rows and the output buffers of one shape.
 struct Workload {
@@ -135,7 +135,7 @@ EpilogueLoop* compile_epilogue_loop(const Options& options) {
                       "  for (long r = 0; r < rows; ++r) {\n"
                       "#pragma omp simd\n"
                       "    for (long j = 0; j < cols; ++j) { float v = c[r * cols + j] + bias[j]; ") +
-          kGeluBody + " c[r * cols + j] = v; }\n  }\n}\n";
+          gelu_body() + std::string(" c[r * cols + j] = v; }\n  }\n}\n");
   kept = codegen::cpu::compile_kernels({{"sweep_bias_gelu", code, {"sweep_bias_gelu"}}}, options);
   loop = reinterpret_cast<EpilogueLoop*>(kept[0].entry("sweep_bias_gelu"));
   return loop;
@@ -157,7 +157,7 @@ std::vector<std::unique_ptr<autotune::Choice>> make_choices(Workload& w, const O
   p.b_constant = true;
   if (w.epilogue) p.bias = tg::GemmProblem::Bias::row;
   tg::GemmEpilogue e;
-  if (w.epilogue) e.body = kGeluBody;
+  if (w.epilogue) e.body = gelu_body();
   if (enabled("template")) {
     for (const tg::GemmConfig& config : tg::config_space(p, codegen::cpu::detect_cpu_features(), exhaustive)) {
       auto kernel = std::make_shared<std::optional<tg::GemmKernel>>();

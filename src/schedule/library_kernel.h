@@ -58,6 +58,11 @@ inline constexpr int64_t kSymbolicTuneRows = 128;
 // ("template:<config>"), as the autotuner picks (options: autotune, gemm_backends); every candidate is
 // checked against fp64 rows of the group's result first. Other groups, small products and
 // gemm_backends without template: `library` unchanged.
+// An activation as a statement of a template's epilogue body (on `float v`, ONNX semantics: Relu keeps
+// NaN), and in fp64 for reference checks.
+const char* activation_cpp(LibraryActivation a);
+double activation_fp64(LibraryActivation a, double v);
+
 // Whether tune_matmul_kernel would tune this group (else it returns the library kernel as it is).
 bool worth_tuning(const Graph& g, const LibraryGroup& group, const Options& options);
 std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryGroup& group, const Options& options,

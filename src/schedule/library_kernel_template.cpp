@@ -71,6 +71,8 @@ std::optional<MatmulShape> static_shape(const Graph& g, const LibraryGroup& grp)
   return s;
 }
 
+}  // namespace
+
 const char* activation_cpp(LibraryActivation a) {
   switch (a) {
     case LibraryActivation::none: return "";
@@ -84,7 +86,7 @@ const char* activation_cpp(LibraryActivation a) {
   return "";
 }
 
-double activation(LibraryActivation a, double v) {
+double activation_fp64(LibraryActivation a, double v) {
   switch (a) {
     case LibraryActivation::none: return v;
     case LibraryActivation::relu: return v < 0 ? 0 : v;
@@ -95,6 +97,8 @@ double activation(LibraryActivation a, double v) {
   }
   return v;
 }
+
+namespace {
 
 tg::GemmSpec template_spec(const MatmulShape& s, const LibraryGroup& grp) {
   tg::GemmSpec spec;
@@ -178,9 +182,9 @@ struct Bench {
         double acc = 0;
         for (int64_t q = 0; q < s.k; ++q)
           acc += double(a[s.trans_a ? q * s.rows + r : r * s.k + q]) * double(b[s.trans_b ? j * s.k + q : q * s.n + j]);
-        double v = activation(grp.act, s.alpha * acc + (s.bias.empty() ? 0.0 : s.bias[size_t(j)]));
+        double v = activation_fp64(grp.act, s.alpha * acc + (s.bias.empty() ? 0.0 : s.bias[size_t(j)]));
         if (res) v += res[r * s.n + j];
-        want.push_back(activation(grp.act_after, v));
+        want.push_back(activation_fp64(grp.act_after, v));
       }
   }
 
