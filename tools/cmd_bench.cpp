@@ -98,17 +98,6 @@ void print_table(const std::vector<json>& records) {
   }
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  fs::path p(path), part = p;
-  part += ".part";
-  {
-    std::ofstream f(part, std::ios::binary | std::ios::trunc);
-    f << text;
-    if (!f) user_error("cannot write {}", path);
-  }
-  fs::rename(part, p);
-}
-
 // The sweeps the HTML report draws: each --sweep file, else the softmax sweep stored with this
 // device's calibration (if any).
 json sweeps_for_report(const BenchArgs& a, const Options& options) {
@@ -181,7 +170,7 @@ int run(const BenchArgs& a, Options options) {
     }
     records.push_back(std::move(record));
     doc["records"] = records;
-    if (!a.json_file.empty()) write_file(a.json_file, doc.dump(2) + "\n");  // after each model: nothing lost
+    if (!a.json_file.empty()) write_report_file(a.json_file, doc.dump(2) + "\n");  // after each model: nothing lost
   }
   std::printf("%s, %d threads, %d timed runs per side (median; speedup = other / compiled)%s\n",
               doc["date"].get<std::string>().c_str(), threads, a.iters,
@@ -193,7 +182,7 @@ int run(const BenchArgs& a, Options options) {
                   r["ort_error"].get<std::string>().c_str());
   if (!a.html_file.empty()) {
     doc["sweeps"] = sweeps_for_report(a, options);
-    write_file(a.html_file, report::bench_html(doc));
+    write_report_file(a.html_file, report::bench_html(doc));
   }
   int failed = 0;
   for (const json& r : records)

@@ -34,17 +34,6 @@ struct ProfileArgs {
 
 constexpr double kCoverageTolerance = 0.05;  // the op table must account for all but 5% of the run
 
-void write_file(const std::string& path, const std::string& text) {
-  fs::path part = fs::path(path);
-  part += ".part";
-  {
-    std::ofstream f(part, std::ios::binary | std::ios::trunc);
-    f << text;
-    if (!f) user_error("cannot write {}", path);
-  }
-  fs::rename(part, path);
-}
-
 std::string joined(const std::vector<std::string>& items, size_t max_items) {
   std::string s;
   for (size_t i = 0; i < items.size() && i < max_items; ++i) s += (i ? " " : "") + items[i];
@@ -134,7 +123,7 @@ int run(const ProfileArgs& a, Options options) {
     std::vector<report::TraceProcess> procs = {{"kiln " + a.mode, &runs},
                                                {std::string("kiln ") + (is_compiled ? "eager" : "compiled"),
                                                 is_compiled ? &eager_runs : &compiled_runs}};
-    write_file(a.trace_file, report::chrome_trace(procs).dump() + "\n");
+    write_report_file(a.trace_file, report::chrome_trace(procs).dump() + "\n");
     std::printf("trace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n", a.trace_file.c_str());
   }
   if (!a.json_file.empty() || !a.html_file.empty()) {
@@ -145,8 +134,8 @@ int run(const ProfileArgs& a, Options options) {
                 {"date", date}, {"dims", dims}, {"steps", kernels.size()}, {"e2e_ms", e2e},
                 {"kernels", report::kernels_json(kernels, e2e, static_cast<size_t>(a.top))},
                 {"op_table", report::op_table_json(table)}};
-    if (!a.json_file.empty()) write_file(a.json_file, doc.dump(2) + "\n");
-    if (!a.html_file.empty()) write_file(a.html_file, report::profile_html(doc));
+    if (!a.json_file.empty()) write_report_file(a.json_file, doc.dump(2) + "\n");
+    if (!a.html_file.empty()) write_report_file(a.html_file, report::profile_html(doc));
   }
   return 0;
 }

@@ -422,13 +422,8 @@ int sweep_softmax(const SweepArgs& a, Options options) {
   } else {
     std::printf("\nnot stored (--store writes these thresholds to %s)\n", db.c_str());
   }
-  auto write = [](const std::string& path, const std::string& text) {
-    std::ofstream f(path);
-    f << text;
-    if (!f) user_error("sweep: cannot write {}", path);
-  };
-  if (!a.json_file.empty()) write(a.json_file, doc.dump(1) + "\n");
-  if (!a.html_file.empty()) write(a.html_file, report::sweep_html(doc, "kiln sweep softmax"));
+  if (!a.json_file.empty()) write_report_file(a.json_file, doc.dump(1) + "\n");
+  if (!a.html_file.empty()) write_report_file(a.html_file, report::sweep_html(doc, "kiln sweep softmax"));
   return 0;
 }
 

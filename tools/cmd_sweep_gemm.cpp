@@ -268,13 +268,8 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
   std::printf("%d tunes benchmarked, %.1f s\n", tuner.benchmarks_run(), tuner.budget_spent_s());
   json doc = {{"device", device}, {"threads", threads}, {"autotune", autotune::mode_name(tuner.mode())},
               {"records", records}};
-  auto write = [](const std::string& path, const std::string& text) {
-    std::ofstream f(path);
-    f << text;
-    if (!f) user_error("sweep gemm: cannot write {}", path);
-  };
-  if (!a.json_file.empty()) write(a.json_file, doc.dump(1) + "\n");
-  if (!a.html_file.empty()) write(a.html_file, report::sweep_html(doc, "kiln sweep gemm"));
+  if (!a.json_file.empty()) write_report_file(a.json_file, doc.dump(1) + "\n");
+  if (!a.html_file.empty()) write_report_file(a.html_file, report::sweep_html(doc, "kiln sweep gemm"));
   return 0;
 }
 

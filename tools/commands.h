@@ -29,5 +29,8 @@ std::pair<std::string, std::string> split_assignment(const std::string& item, co
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& items);
 // Applies --threads (0 keeps the default) to OpenMP and the options.
 void apply_threads(Options& options, int64_t threads);
+// Writes a report (JSON, HTML, trace) through PATH.part renamed into place, so a reader never sees half
+// of one; a failure is a user error naming the file.
+void write_report_file(const std::string& path, const std::string& text);
 
 }  // namespace kiln::tools

@@ -1,5 +1,7 @@
 // kiln: the command-line tool. User errors exit 1 with a message; internal errors exit 2.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <omp.h>
 
 #include "support/error.h"
@@ -24,6 +26,17 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& items)
     dims[name] = v;
   }
   return dims;
+}
+
+void write_report_file(const std::string& path, const std::string& text) {
+  std::filesystem::path part = path;
+  part += ".part";
+  {
+    std::ofstream f(part, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f) user_error("cannot write {}", path);
+  }
+  std::filesystem::rename(part, path);
 }
 
 void apply_threads(Options& options, int64_t threads) {
