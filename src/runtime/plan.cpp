@@ -102,7 +102,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<Step>& steps) {
   std::vector<int> slot_free_after;  // per slot: the step after which it may be reused
   for (size_t s = 0; s < steps.size(); ++s) {
     const Step& step = steps[s];
-    if (step.kind == StepKind::view || step.kind == StepKind::library) continue;  // a library call makes its output
+    if (step.kind == StepKind::view) continue;
     if (step.kind == StepKind::node && op_registry().find(g.nodes[size_t(step.node)].op) &&
         op_registry().find(g.nodes[size_t(step.node)].op)->kernel_makes_outputs)
       continue;

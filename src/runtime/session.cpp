@@ -450,7 +450,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     if (step.kind == runtime::StepKind::generated)
       outs.push_back(run_generated(impl_->generated[size_t(step.index)], g, ins, planned[0], run.max_tensor_bytes));
     else if (step.kind == runtime::StepKind::library)
-      outs.push_back(impl_->library_calls[size_t(step.index)]->run(ins, run.max_tensor_bytes));
+      outs.push_back(impl_->library_calls[size_t(step.index)]->run(ins, run.max_tensor_bytes, planned[0]));
     else
       outs = run_node(n, ins, run, &planned);
     if (timed) {

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <numbers>
 #include <optional>
 
+#include "schedule/library_kernel.h"
 #include "schedule/softmax_route.h"
 #include "support/error.h"
 
@@ -30,7 +32,11 @@ bool conv_attrs_ok(const Node& n, size_t spatial, const std::vector<int64_t>& w)
 
 class Matcher {
  public:
-  Matcher(const Graph& g, const std::vector<char>& claimed) : g_(g), uses_(g.use_counts()) {
+  // keep_bare_bmm: whether a product of two computed operands with no fused consumer still makes a group
+  // (when the autotuner may put it on a GEMM template); without it such products stay eager nodes.
+  Matcher(const Graph& g, const std::vector<char>& claimed,
+          std::function<bool(const LibraryGroup&)> keep_bare_bmm = nullptr)
+      : g_(g), uses_(g.use_counts()), keep_bare_bmm_(std::move(keep_bare_bmm)) {
     taken_.assign(g.nodes.size(), 0);
     for (size_t i = 0; i < g.nodes.size() && i < claimed.size(); ++i) taken_[i] = claimed[i] != 0;
     consumers_.resize(g.values.size());
@@ -116,6 +122,7 @@ class Matcher {
 
   const Graph& g_;
   std::vector<int> uses_;
+  std::function<bool(const LibraryGroup&)> keep_bare_bmm_;
   std::vector<char> taken_, is_output_;
   std::vector<std::vector<NodeId>> consumers_;
 };
@@ -385,9 +392,11 @@ std::optional<LibraryGroup> Matcher::match_from(NodeId id) const {
       }
     }
   }
-  // A product of two computed operands gains nothing from the library call on its own.
-  if (grp.core == LibraryCore::batched_matmul && grp.nodes.size() == 1) return std::nullopt;
   grp.output = cur;
+  // A product of two computed operands gains nothing from the library call on its own (eager MatMul is
+  // the same oneDNN call), only from a template the autotuner may pick.
+  if (grp.core == LibraryCore::batched_matmul && grp.nodes.size() == 1 && !(keep_bare_bmm_ && keep_bare_bmm_(grp)))
+    return std::nullopt;
   return grp;
 }
 
@@ -415,7 +424,8 @@ std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<
 }
 
 std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed, const Options& options) {
-  std::vector<LibraryGroup> groups = Matcher(g, claimed).run();
+  std::vector<LibraryGroup> groups =
+      Matcher(g, claimed, [&](const LibraryGroup& grp) { return worth_tuning(g, grp, options); }).run();
   RoutingPolicy policy = routing_policy(options, device_routing_thresholds(options));
   std::vector<RoutedNode> routes = route_softmax_nodes(g, policy);
   if (options.debug_on("route")) std::fputs(explain_routes(g, routes, policy).c_str(), stderr);

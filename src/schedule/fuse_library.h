@@ -49,7 +49,8 @@ struct LibraryGroup {
 // taken. A MatMul with non-constant B makes a group only with at least one fused consumer.
 std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed);
 // The same, plus a group for each Softmax / LogSoftmax node whose route (softmax_route.h, from the
-// options' settings) is `library`. With options.debug_on("route"), prints each routed node's
+// options' settings) is `library`, and a group for each bare batched MatMul the autotuner would tune
+// (worth_tuning in library_kernel.h: it may win on a GEMM template). With options.debug_on("route"), prints each routed node's
 // decision to stderr. (The overload without options routes no softmax: the fused route.)
 std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed, const Options& options);
 

@@ -57,10 +57,10 @@ class MatmulKernel final : public KernelBase {
     }
   }
 
-  Tensor run(const std::vector<const Tensor*>& in, int64_t max_bytes) const override {
+  Tensor run_into(const std::vector<const Tensor*>& in, int64_t max_bytes, Tensor planned) const override {
     const Tensor& a = *in.at(0);
     if (a.dtype() != DType::f32) fail("input dtype {}, expected f32", dtype_name(a.dtype()));
-    if (core_ == LibraryCore::batched_matmul) return run_batched(a, *in.at(1), in, max_bytes);
+    if (core_ == LibraryCore::batched_matmul) return run_batched(a, *in.at(1), in, max_bytes, planned);
     std::vector<int64_t> out_dims;
     int64_t rows;
     if (core_ == LibraryCore::gemm) {
@@ -74,7 +74,7 @@ class MatmulKernel final : public KernelBase {
       rows = a.numel() / K_;
     }
     const Tensor* r = residual(in, out_dims);
-    Tensor out = allocate(out_dims, max_bytes);
+    Tensor out = allocate(out_dims, max_bytes, planned);
     if (out.numel() == 0) return out;
     int steps = steps_for({&a, r});
     if (!mm_->run(call_for(rows, a.data<float>(), r ? r->data<float>() : nullptr, out.data<float>(), steps)))
@@ -96,7 +96,8 @@ class MatmulKernel final : public KernelBase {
     return call;
   }
 
-  Tensor run_batched(const Tensor& a, const Tensor& b, const std::vector<const Tensor*>& in, int64_t max_bytes) const {
+  Tensor run_batched(const Tensor& a, const Tensor& b, const std::vector<const Tensor*>& in, int64_t max_bytes,
+                     Tensor& planned) const {
     if (b.dtype() != DType::f32 || a.rank() != b.rank() || a.rank() < 2 || a.dim(-1) != b.dim(-2))
       fail("operands {} and {} do not multiply", a.shape_string(), b.shape_string());
     for (int i = 0; i + 2 < a.rank(); ++i)
@@ -107,7 +108,7 @@ class MatmulKernel final : public KernelBase {
     if (!e.bias.empty() && static_cast<int64_t>(e.bias.size()) != out_dims.back())
       fail("N is {}, the bias has {} values", out_dims.back(), e.bias.size());
     const Tensor* r = residual(in, out_dims);
-    Tensor out = allocate(out_dims, max_bytes);
+    Tensor out = allocate(out_dims, max_bytes, planned);
     if (out.numel() == 0) return out;
     if (a.dim(-1) == 0) {  // empty sums: the epilogue of zeros
       onednn::apply_epilogue_plain(e, 0, out.data<float>(), out.numel(), 1, out_dims.back(), r ? r->data<float>() : nullptr);

@@ -26,9 +26,16 @@ namespace kiln::schedule {
 class LibraryKernel {  // built once per session; run() is const and thread-safe (many threads at once)
  public:
   virtual ~LibraryKernel() = default;
-  // inputs[i] is the tensor of group.inputs[i] (constants too). Returns the group output. Shapes that
-  // differ from what the group was built for (K, channels, residual) are user errors.
-  virtual Tensor run(const std::vector<const Tensor*>& inputs, int64_t max_tensor_bytes) const = 0;
+  // inputs[i] is the tensor of group.inputs[i] (constants too). Returns the group output: `planned` (a
+  // buffer of the memory plan, not overlapping any input) when it has the output's dtype and shape,
+  // else a new tensor. Shapes that differ from what the group was built for (K, channels, residual)
+  // are user errors.
+  Tensor run(const std::vector<const Tensor*>& inputs, int64_t max_tensor_bytes, Tensor planned = {}) const {
+    return run_into(inputs, max_tensor_bytes, std::move(planned));
+  }
+
+ protected:
+  virtual Tensor run_into(const std::vector<const Tensor*>& inputs, int64_t max_tensor_bytes, Tensor planned) const = 0;
 };
 
 // Never returns null: every group find_library_groups makes can be built.
@@ -38,8 +45,8 @@ std::unique_ptr<LibraryKernel> build_library_kernel(const Graph& g, const Librar
 class SharedLibraryKernel final : public LibraryKernel {
  public:
   explicit SharedLibraryKernel(std::shared_ptr<LibraryKernel> k) : k_(std::move(k)) {}
-  Tensor run(const std::vector<const Tensor*>& inputs, int64_t max_tensor_bytes) const override {
-    return k_->run(inputs, max_tensor_bytes);
+  Tensor run_into(const std::vector<const Tensor*>& inputs, int64_t max_tensor_bytes, Tensor planned) const override {
+    return k_->run(inputs, max_tensor_bytes, std::move(planned));
   }
 
  private:
@@ -53,7 +60,8 @@ inline constexpr double kTuneMinMacs = double(1 << 21);
 // persistent kernel that takes M at run time, so any size runs without a recompile.
 inline constexpr int64_t kSymbolicTuneRows = 128;
 
-// A MatMul / Gemm group with constant 2-D weights and a static K (rows may be symbolic), on the faster of `library` (its
+// A MatMul / Gemm group with constant 2-D weights and a static K (rows may be symbolic), or a batched
+// MatMul of two computed operands with static shapes (B packed per call), on the faster of `library` (its
 // oneDNN kernel, "onednn") and kiln's GEMM templates with the group's epilogue in their store hook
 // ("template:<config>"), as the autotuner picks (options: autotune, gemm_backends); every candidate is
 // checked against fp64 rows of the group's result first. Other groups, small products and

@@ -54,7 +54,7 @@ class ConvKernel final : public KernelBase {
     }
   }
 
-  Tensor run(const std::vector<const Tensor*>& in, int64_t max_bytes) const override {
+  Tensor run_into(const std::vector<const Tensor*>& in, int64_t max_bytes, Tensor planned) const override {
     const Tensor& x = *in.at(0);
     if (x.dtype() != DType::f32 || x.rank() != static_cast<int>(kernel_.size()) + 2 || x.dim(1) != in_channels_)
       fail("input {} {}, expected f32 with {} channels and {} spatial dims", dtype_name(x.dtype()), x.shape_string(),
@@ -63,7 +63,7 @@ class ConvKernel final : public KernelBase {
     call.desc = describe(x.shape());
     const std::vector<int64_t>& out_dims = call.desc.dst_dims;
     const Tensor* r = residual(in, out_dims);
-    Tensor out = allocate(out_dims, max_bytes);
+    Tensor out = allocate(out_dims, max_bytes, planned);
     if (out.numel() == 0) return out;
     int64_t spatial = out.numel() / (out_dims[0] * out_channels_);
     const onednn::Epilogue& e = conv_->epilogue();

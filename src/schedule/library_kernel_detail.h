@@ -73,7 +73,9 @@ class KernelBase : public LibraryKernel {
     return r;
   }
 
-  Tensor allocate(const std::vector<int64_t>& dims, int64_t max_bytes) const {
+  // The output: the planned buffer where it fits, else a new tensor.
+  Tensor allocate(const std::vector<int64_t>& dims, int64_t max_bytes, Tensor& planned) const {
+    if (planned.raw() && planned.dtype() == DType::f32 && planned.shape() == dims) return std::move(planned);
     int64_t n = checked_numel(dims, "library call output");
     if (checked_mul(n, 4, "library call output") > max_bytes) fail("output of {} elements exceeds max_tensor_bytes", n);
     return Tensor::empty(DType::f32, dims);

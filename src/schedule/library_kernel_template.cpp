@@ -22,16 +22,44 @@ namespace tg = templates::gemm;
 
 // What a MatMul / Gemm group computes, with everything static: out[rows, N] = act_after(act(alpha *
 // op(A) x op(B) + bias) + residual), A [.., K] flattened to rows (Gemm: [rows, K] or, transposed, [K, rows]).
+// A batched product (two computed operands) is `batch` such products, B [batch.., K, N] per call.
 struct MatmulShape {
-  int64_t rows = 0, n = 0, k = 0;  // symbolic rows: `rows` is the size the autotuner measures at
+  int64_t rows = 0, n = 0, k = 0;  // symbolic rows: `rows` is the size the autotuner measures at; batched: per matrix
+  int64_t batch = 1;
+  bool batched = false;            // B is the group's second input, not a constant
   bool symbolic_rows = false;      // then one persistent kernel serves every M (a_dims/out_dims: [rows, K/N])
   bool trans_a = false, trans_b = false;
   float alpha = 1.f;
   std::vector<float> bias;  // N values (Gemm's beta * C folded in), or empty
-  std::vector<int64_t> a_dims, out_dims;
+  std::vector<int64_t> a_dims, b_dims, out_dims;
 };
 
+// A [b.., M, K] x B [b.., K, N] with every dim static (fuse_library makes the batch dims equal).
+std::optional<MatmulShape> batched_shape(const Graph& g, const LibraryGroup& grp) {
+  const Node& n = g.nodes[size_t(grp.core_node)];
+  const Shape& as = g.value(n.inputs[0]).type.shape;
+  const Shape& bs = g.value(n.inputs[1]).type.shape;
+  if (!is_static(as) || !is_static(bs) || as.size() < 3 || as.size() != bs.size()) return std::nullopt;
+  MatmulShape s;
+  s.batched = true;
+  s.a_dims = static_dims(as);
+  s.b_dims = static_dims(bs);
+  const size_t r = s.a_dims.size();
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (s.a_dims[i] != s.b_dims[i]) return std::nullopt;
+    s.batch *= s.a_dims[i];
+  }
+  s.rows = s.a_dims[r - 2], s.k = s.a_dims[r - 1], s.n = s.b_dims[r - 1];
+  if (s.b_dims[r - 2] != s.k) return std::nullopt;
+  s.out_dims = s.a_dims;
+  s.out_dims.back() = s.n;
+  if (grp.bias != kNoValue) s.bias = per_channel(constant_of(g, grp.bias), s.n);
+  if (s.batch < 1 || s.rows < 1 || s.n < 1 || s.k < 1) return std::nullopt;
+  return s;
+}
+
 std::optional<MatmulShape> static_shape(const Graph& g, const LibraryGroup& grp) {
+  if (grp.core == LibraryCore::batched_matmul) return batched_shape(g, grp);
   if (grp.core != LibraryCore::matmul && grp.core != LibraryCore::gemm) return std::nullopt;
   const Node& n = g.nodes[size_t(grp.core_node)];
   const Shape& as = g.value(n.inputs[0]).type.shape;
@@ -104,14 +132,15 @@ tg::GemmSpec template_spec(const MatmulShape& s, const LibraryGroup& grp) {
   tg::GemmSpec spec;
   tg::GemmProblem& p = spec.problem;
   p.m = s.symbolic_rows ? -1 : s.rows, p.n = s.n, p.k = s.k;
+  p.batch = s.batch;
   p.trans_a = s.trans_a, p.trans_b = s.trans_b;
-  p.b_constant = true;
+  p.b_constant = !s.batched;
   p.alpha = s.alpha;
   if (!s.bias.empty()) p.bias = tg::GemmProblem::Bias::row;
   std::string body = activation_cpp(grp.act);
   if (grp.residual >= 0) {
     spec.epilogue.extra_inputs = {DType::f32};
-    body += " v = v + x0[m * N + n];";
+    body += s.batched ? " v = v + x0[(b * M + m) * N + n];" : " v = v + x0[m * N + n];";
   }
   body += activation_cpp(grp.act_after);
   spec.epilogue.body = body;
@@ -124,7 +153,7 @@ class TemplateMatmulKernel final : public KernelBase {
   TemplateMatmulKernel(const Graph& g, const LibraryGroup& grp, MatmulShape shape, tg::GemmKernel kernel)
       : KernelBase(g, grp), s_(std::move(shape)), kernel_(std::move(kernel)) {}
 
-  Tensor run(const std::vector<const Tensor*>& in, int64_t max_bytes) const override {
+  Tensor run_into(const std::vector<const Tensor*>& in, int64_t max_bytes, Tensor planned) const override {
     const Tensor& a = *in.at(0);
     std::vector<int64_t> out_dims = s_.out_dims;
     int64_t rows = s_.rows;
@@ -138,11 +167,19 @@ class TemplateMatmulKernel final : public KernelBase {
       fail("A is {} {}, the kernel was built for f32 {}", dtype_name(a.dtype()), a.shape_string(),
            library_detail::dims_string(s_.a_dims));
     }
+    const float* b = nullptr;  // constant weights: packed inside the kernel
+    if (s_.batched) {
+      const Tensor& bt = *in.at(1);
+      if (bt.dtype() != DType::f32 || bt.shape() != s_.b_dims)
+        fail("B is {} {}, the kernel was built for f32 {}", dtype_name(bt.dtype()), bt.shape_string(),
+             library_detail::dims_string(s_.b_dims));
+      b = bt.data<float>();
+    }
     const Tensor* r = residual(in, out_dims);
-    Tensor out = allocate(out_dims, max_bytes);
+    Tensor out = allocate(out_dims, max_bytes, planned);
     if (rows == 0) return out;
     const void* extra[1] = {r ? r->raw() : nullptr};
-    kernel_.run(s_.bias.empty() ? nullptr : s_.bias.data(), a.data<float>(), nullptr, out.data<float>(), rows, extra);
+    kernel_.run(s_.bias.empty() ? nullptr : s_.bias.data(), a.data<float>(), b, out.data<float>(), rows, extra);
     return out;
   }
 
@@ -168,17 +205,20 @@ struct Bench {
         inputs.push_back(c.get());
         continue;
       }
-      owned.push_back(Tensor::empty(DType::f32, static_cast<int>(i) == grp.residual ? s.out_dims : s.a_dims));
+      const std::vector<int64_t>& dims = static_cast<int>(i) == grp.residual ? s.out_dims : i == 1 ? s.b_dims : s.a_dims;
+      owned.push_back(Tensor::empty(DType::f32, dims));
       for (int64_t j = 0; j < owned.back().numel(); ++j) owned.back().data<float>()[j] = d(rng);
       inputs.push_back(&owned.back());
     }
     const float* a = inputs[0]->data<float>();
-    const float* b = constant_of(g, g.nodes[size_t(grp.core_node)].inputs[1]).data<float>();
+    const float* b_all = inputs[1]->data<float>();
     const float* res = grp.residual >= 0 ? inputs[size_t(grp.residual)]->data<float>() : nullptr;
-    for (int64_t r : {int64_t{0}, s.rows / 2, s.rows - 1})
+    const int64_t all_rows = s.batch * s.rows;  // rows of every matrix, one after another
+    for (int64_t r : {int64_t{0}, all_rows / 2, all_rows - 1})
       if (rows.empty() || rows.back() != r) rows.push_back(r);
     for (int64_t r : rows)
       for (int64_t j = 0; j < s.n; ++j) {
+        const float* b = b_all + (s.batched ? (r / s.rows) * s.k * s.n : 0);
         double acc = 0;
         for (int64_t q = 0; q < s.k; ++q)
           acc += double(a[s.trans_a ? q * s.rows + r : r * s.k + q]) * double(b[s.trans_b ? j * s.k + q : q * s.n + j]);
@@ -202,7 +242,7 @@ bool worth_tuning(const Graph& g, const LibraryGroup& grp, const Options& option
   const std::vector<std::string> backends = autotune::gemm_backends(options);
   if (std::find(backends.begin(), backends.end(), "template") == backends.end()) return false;
   std::optional<MatmulShape> shape = static_shape(g, grp);
-  return shape && double(shape->rows) * double(shape->n) * double(shape->k) >= kTuneMinMacs;
+  return shape && double(shape->batch) * double(shape->rows) * double(shape->n) * double(shape->k) >= kTuneMinMacs;
 }
 
 std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryGroup& grp, const Options& options,
@@ -228,6 +268,7 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
   req.op_signature = grp.label + (shape->trans_a ? " transA" : "") + (shape->trans_b ? " transB" : "");
   req.shape_key = shape->symbolic_rows ? fmt::format("M=symbolic (timed at {}),N={},K={}", shape->rows, shape->n, shape->k)
                                        : fmt::format("M={},N={},K={}", shape->rows, shape->n, shape->k);
+  if (shape->batched) req.shape_key = fmt::format("batch={},{}", shape->batch, req.shape_key);
   req.dtype = "f32";
   req.device_key = device_key;
   req.library_versions = "onednn";
@@ -254,7 +295,7 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
         "template:" + config.name(),
         [slot, spec, &g, &grp, &options, s = *shape] {
           tg::GemmKernel k = std::move(tg::GemmKernel::compile({spec}, options)[0]);
-          k.set_constant_b(constant_of(g, g.nodes[size_t(grp.core_node)].inputs[1]).data<float>());
+          if (!s.batched) k.set_constant_b(constant_of(g, g.nodes[size_t(grp.core_node)].inputs[1]).data<float>());
           *slot = std::make_shared<TemplateMatmulKernel>(g, grp, s, std::move(k));
         },
         [slot] { return *slot; });

@@ -12,13 +12,13 @@ class SoftmaxKernel final : public KernelBase {
       : KernelBase(g, grp), log_(grp.core == LibraryCore::log_softmax),
         axis_(g.nodes[size_t(grp.core_node)].attr_int("axis", -1)) {}
 
-  Tensor run(const std::vector<const Tensor*>& in, int64_t max_bytes) const override {
+  Tensor run_into(const std::vector<const Tensor*>& in, int64_t max_bytes, Tensor planned) const override {
     const Tensor& x = *in.at(0);
     if (x.dtype() != DType::f32) fail("input dtype {}, expected f32", dtype_name(x.dtype()));
     const int rank = x.rank();
     if (axis_ < -rank || axis_ >= rank) fail("axis {} is out of range for rank {}", axis_, rank);
     const int axis = static_cast<int>(axis_ < 0 ? axis_ + rank : axis_);
-    Tensor y = allocate(x.shape(), max_bytes);
+    Tensor y = allocate(x.shape(), max_bytes, planned);
     if (y.numel() == 0) return y;
     onednn::SoftmaxShape s;
     for (int d = 0; d < rank; ++d) {

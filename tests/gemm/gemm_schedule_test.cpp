@@ -1,7 +1,7 @@
-// GEMM templates in compiled sessions: MatMul / Gemm groups go to the autotuner, which picks between
-// oneDNN and kiln's template (with the group's epilogue in the store hook); results match the fp64
-// reference (NaN and infinities included), a second compile benchmarks nothing, and the settings
-// decide who may compete.
+// GEMM templates in compiled sessions: MatMul / Gemm groups (batched products of two computed
+// operands too) go to the autotuner, which picks between oneDNN and kiln's template (with the group's
+// epilogue in the store hook); results match the fp64 reference (NaN and infinities included), a second
+// compile benchmarks nothing, and the settings decide who may compete.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -145,6 +145,65 @@ TEST_F(GemmSchedule, SymbolicBatchAndSequenceRunAtTwoSizesOnOnePersistentKernel)
   expect_matches_reference(s, g, {{"a", random_uniform(DType::f32, {1, 5, 160}, -1, 1, 14)}});
   expect_matches_reference(s, g, {{"a", random_uniform(DType::f32, {3, 0, 160}, -1, 1, 15)}});
   EXPECT_EQ(codegen::cpu::compiler_run_count(), compiles) << "a size change recompiled a kernel";
+}
+
+// A [batch.., m, k] x B [batch.., k, n], both computed; with `epilogue`, + bias [n] + residual R.
+Graph batched_product(const std::vector<int64_t>& batch, int64_t m, int64_t k, int64_t n, bool epilogue) {
+  GraphBuilder b("bmm");
+  auto dims = [&](int64_t rows, int64_t cols) {
+    std::vector<int64_t> d = batch;
+    d.push_back(rows);
+    d.push_back(cols);
+    return d;
+  };
+  ValueId a = b.input("a", DType::f32, dims(m, k));
+  ValueId bt = b.input("b", DType::f32, dims(k, n));
+  ValueId y = b.op(OpKind::MatMul, {a, bt});
+  if (epilogue) {
+    ValueId bias = b.constant("bias", random_uniform(DType::f32, {n}, -0.5, 0.5, 21));
+    y = b.op(OpKind::Add, {b.op(OpKind::Add, {y, bias}), b.input("r", DType::f32, dims(m, n))});
+  }
+  b.output(y, "y");
+  return b.build();
+}
+
+TEST_F(GemmSchedule, BatchedProductsOfComputedOperandsRunOnTheTemplate) {
+  struct Case {
+    std::vector<int64_t> batch;
+    int64_t m, k, n;
+    bool epilogue;
+  };
+  // No tile divides these; size-1 batch dims, M = 1 and N = 1; each at least kTuneMinMacs.
+  const Case cases[] = {{{2, 3}, 67, 96, 131, false},  {{3}, 45, 130, 121, true},   {{1, 5}, 1, 2100, 203, true},
+                        {{4, 1}, 1500, 400, 1, false},   {{2, 2}, 128, 64, 128, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "batch " << c.batch.size() << " m " << c.m << " k " << c.k << " n " << c.n);
+    Graph g = batched_product(c.batch, c.m, c.k, c.n, c.epilogue);
+    auto dims = [&](int64_t rows, int64_t cols) {
+      std::vector<int64_t> d = c.batch;
+      d.push_back(rows);
+      d.push_back(cols);
+      return d;
+    };
+    std::map<std::string, Tensor> in = {{"a", with_specials(random_uniform(DType::f32, dims(c.m, c.k), -1, 1, 22))},
+                                        {"b", random_uniform(DType::f32, dims(c.k, c.n), -1, 1, 23)}};
+    if (c.epilogue) in["r"] = with_specials(random_uniform(DType::f32, dims(c.m, c.n), -1, 1, 24));
+    Session s = Session::from_graph(g, Mode::compiled, options("template"));
+    EXPECT_EQ(s.stats().library_kernels, 1);
+    EXPECT_EQ(s.stats().kernels, 1);
+    EXPECT_EQ(s.stats().template_kernels, 1);
+    expect_matches_reference(s, g, in);
+    // With oneDNN competing too, whichever wins matches.
+    Session both = Session::from_graph(g, Mode::compiled, options());
+    EXPECT_EQ(both.stats().autotuned_ops, 1);
+    expect_matches_reference(both, g, in);
+  }
+  // A bare product below kTuneMinMacs stays an eager node; oneDNN alone never groups a bare one.
+  Graph small = batched_product({2}, 8, 16, 8, false);
+  Session s = Session::from_graph(small, Mode::compiled, options("template"));
+  EXPECT_EQ(s.stats().library_kernels, 0);
+  Graph bare = batched_product({2, 3}, 67, 96, 131, false);
+  EXPECT_EQ(Session::from_graph(bare, Mode::compiled, options("onednn")).stats().library_kernels, 0);
 }
 
 }  // namespace
