@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs kiln's Debian 12 build and test dependencies with apt, only when something is missing.
 set -euo pipefail
-packages=(cmake ninja-build g++ pkg-config libprotobuf-dev protobuf-compiler libonnx-dev libdnnl-dev
+packages=(cmake ninja-build g++ pkg-config libprotobuf-dev protobuf-compiler libonnx-dev libdnnl-dev libopenblas-openmp-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libsleef-dev libgtest-dev libxxhash-dev libsqlite3-dev python3 python3-numpy python3-onnx)
 missing=()
 for p in "${packages[@]}"; do

@@ -35,9 +35,9 @@ int run(const CompileArgs& a, Options options) {
               options.dump_dir.empty() ? "" : "; dumps in ", options.dump_dir.c_str());
   if (s.autotuned_ops > 0)
     std::printf("autotune: %d GEMMs, %d benchmarked, %d from the tuning database or by default; %d on kiln's "
-                "template, %d on oneDNN\n",
+                "template, %d on oneDNN, %d on OpenBLAS\n",
                 s.autotuned_ops, s.autotune_benchmarks, s.autotuned_ops - s.autotune_benchmarks, s.template_kernels,
-                s.autotuned_ops - s.template_kernels);
+                s.autotuned_ops - s.template_kernels - s.blas_kernels, s.blas_kernels);
   return 0;
 }
 

@@ -4,15 +4,15 @@
 //   template:<config>   kiln's generated GEMM (templates/gemm/cpu) with the epilogue in its store
 //                       hook, every config of the autotune mode's space (fast: a handful, max: all);
 //   onednn              oneDNN's matmul with the epilogue as post-ops, weights in its own layout;
-//   onednn+epilogue     oneDNN's bare matmul, then the epilogue as a separate generated loop (what a
-//                       compiler without epilogue fusion runs).
+//   onednn+epilogue     oneDNN's bare matmul, then the epilogue as a separate generated pass (what a
+//                       compiler without epilogue fusion runs);
+//   blas, blas+epilogue OpenBLAS's sgemm (B as given, no packing ahead), then that pass.
 // Each candidate is checked against an fp64 product of sampled rows before it may be timed.
 // Every run benchmarks (stored winners are replaced, never reused; autotune_budget_s does not apply):
 // the sweep is a measurement.
 #include "tools/cmd_sweep_gemm.h"
 
 #include <fmt/format.h>
-#include <oneapi/dnnl/dnnl_version.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -36,6 +36,8 @@
 #include "schedule/library_kernel.h"
 #include "schedule/softmax_route.h"
 #include "support/error.h"
+#include "kernels/blas/sgemm.h"
+#include "templates/gemm/cpu/epilogue_pass.h"
 #include "templates/gemm/cpu/gemm_kernel.h"
 #include "tools/commands.h"
 
@@ -123,29 +125,26 @@ struct Workload {
   double gflop() const { return 2.0 * double(s.m) * double(s.n) * double(s.k) * 1e-9; }
 };
 
-// The epilogue alone as a generated loop over C (for onednn+epilogue).
-using EpilogueLoop = void(float* c, const float* bias, int64_t rows, int64_t cols);
-EpilogueLoop* compile_epilogue_loop(const Options& options) {
-  static std::vector<codegen::cpu::CompiledKernel> kept;  // loaded once per process
-  static EpilogueLoop* loop = nullptr;
-  if (loop) return loop;
-  std::string code = std::string(codegen::cpu::kKernelExportPrelude) + std::string(codegen::cpu::vector_math_prelude());
-  code += std::string("KILN_EXPORT void sweep_bias_gelu(float* c, const float* bias, long rows, long cols) {\n"
-                      "#pragma omp parallel for schedule(static)\n"
-                      "  for (long r = 0; r < rows; ++r) {\n"
-                      "#pragma omp simd\n"
-                      "    for (long j = 0; j < cols; ++j) { float v = c[r * cols + j] + bias[j]; ") +
-          gelu_body() + std::string(" c[r * cols + j] = v; }\n  }\n}\n");
-  kept = codegen::cpu::compile_kernels({{"sweep_bias_gelu", code, {"sweep_bias_gelu"}}}, options);
-  loop = reinterpret_cast<EpilogueLoop*>(kept[0].entry("sweep_bias_gelu"));
-  return loop;
+// The epilogue alone as a generated pass over C (templates/gemm/cpu/epilogue_pass.h).
+std::shared_ptr<const tg::EpiloguePass> epilogue_pass(const tg::GemmProblem& p, const tg::GemmEpilogue& e,
+                                                      const Options& options) {
+  return std::make_shared<const tg::EpiloguePass>(tg::EpiloguePass::compile(p, e, options));
 }
 
-void run_onednn(const onednn::FusedMatmul& fm, EpilogueLoop* loop, onednn::FusedMatmul::Call call, Workload& w) {
+void run_onednn(const onednn::FusedMatmul& fm, const tg::EpiloguePass* pass, onednn::FusedMatmul::Call call,
+                Workload& w) {
   call.a = w.a.data();
   call.c = w.c->data();
   if (!fm.run(call)) user_error("oneDNN matmul failed");
-  if (loop) loop(w.c->data(), w.bias.data(), w.s.m, w.s.n);
+  if (pass) pass->run(w.bias.data(), w.c->data(), w.s.m);
+}
+
+void run_blas(const tg::EpiloguePass* pass, Workload& w) {
+  blas::SgemmCall call;
+  call.m = w.s.m, call.n = w.s.n, call.k = w.s.k;
+  call.a = w.a.data(), call.b = w.b.data(), call.c = w.c->data();
+  blas::sgemm(call);
+  if (pass) pass->run(w.bias.data(), w.c->data(), w.s.m);
 }
 
 std::vector<std::unique_ptr<autotune::Choice>> make_choices(Workload& w, const Options& options, bool exhaustive,
@@ -178,14 +177,14 @@ std::vector<std::unique_ptr<autotune::Choice>> make_choices(Workload& w, const O
   if (enabled("onednn")) {
     for (bool separate : w.epilogue ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
       auto fm = std::make_shared<std::unique_ptr<onednn::FusedMatmul>>();
-      auto loop = std::make_shared<EpilogueLoop*>(nullptr);
+      auto loop = std::make_shared<std::shared_ptr<const tg::EpiloguePass>>();
       onednn::FusedMatmul::Call call;
       call.desc.a_dims = {w.s.m, w.s.k};
       call.desc.a_strides = {w.s.k, 1};
       call.desc.c_dims = {w.s.m, w.s.n};
       choices.push_back(autotune::make_choice(
           {separate ? "onednn+epilogue" : "onednn",
-           [fm, loop, separate, call, &w, &options] {
+           [fm, loop, separate, call, p, e, &w, &options] {
              onednn::Epilogue epi;
              if (w.epilogue && !separate) {
                epi.bias = w.bias;
@@ -197,15 +196,29 @@ std::vector<std::unique_ptr<autotune::Choice>> make_choices(Workload& w, const O
              c.a = w.a.data();
              c.c = w.c->data();
              if (!(*fm)->prepare(c)) user_error("oneDNN has no matmul for {}x{}x{}", w.s.m, w.s.n, w.s.k);
-             if (separate) *loop = compile_epilogue_loop(options);
+             if (separate) *loop = epilogue_pass(p, e, options);
            },
-           [fm, loop, call, &w] { run_onednn(**fm, *loop, call, w); },
+           [fm, loop, call, &w] { run_onednn(**fm, loop->get(), call, w); },
            [fm, loop, call, &w](std::string& why) {
              w.clear();
-             run_onednn(**fm, *loop, call, w);
+             run_onednn(**fm, loop->get(), call, w);
              return w.check(why);
            }}));
     }
+  }
+  if (enabled("blas")) {
+    auto pass = std::make_shared<std::shared_ptr<const tg::EpiloguePass>>();
+    choices.push_back(autotune::make_choice(
+        {w.epilogue ? "blas+epilogue" : "blas",
+         [pass, p, e, &w, &options] {
+           if (w.epilogue) *pass = epilogue_pass(p, e, options);
+         },
+         [pass, &w] { run_blas(pass->get(), w); },
+         [pass, &w](std::string& why) {
+           w.clear();
+           run_blas(pass->get(), w);
+           return w.check(why);
+         }}));
   }
   return choices;
 }
@@ -227,8 +240,8 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
   const std::string device = schedule::routing_device_key(options);
   std::printf("device: %s; autotune=%s; GFLOP/s counting 2*M*N*K (* = the autotuner's pick)\n", device.c_str(),
               autotune::mode_name(tuner.mode()));
-  std::printf("%6s %6s %6s %-9s | %-30s %8s | %8s %8s | %s\n", "M", "N", "K", "epilogue", "best template", "GFLOP/s",
-              "onednn", "+sep.", "template / onednn");
+  std::printf("%6s %6s %6s %-9s | %-30s %8s | %8s %8s | %8s | %s\n", "M", "N", "K", "epilogue", "best template",
+              "GFLOP/s", "onednn", "+sep.", "blas", "template / onednn");
   json records = json::array();
   for (const Shape& s : shapes) {
     for (bool epilogue : {false, true}) {
@@ -239,12 +252,12 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
       req.shape_key = fmt::format("M={},N={},K={}", s.m, s.n, s.k);
       req.dtype = "f32";
       req.device_key = device;
-      req.library_versions = "onednn " + std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR);
+      req.library_versions = schedule::gemm_library_versions();
       req.settings_key = autotune::gemm_settings_key(options);
       req.choices = make_choices(w, options, exhaustive, backends, threads);
       if (req.choices.empty()) user_error("sweep gemm: gemm_backends leaves no choice");
       autotune::TuneResult r = tuner.tune(req);
-      double best_template = 0, onednn = 0, separate = 0;
+      double best_template = 0, onednn = 0, separate = 0, blas = 0;
       std::string best_name = "-";
       const char* label = epilogue ? "bias+gelu" : "none";
       for (const autotune::CandidateTiming& c : r.table) {
@@ -255,11 +268,12 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
         if (c.name.rfind("template:", 0) == 0 && gflops > best_template) best_template = gflops, best_name = c.name;
         if (c.name == "onednn") onednn = gflops;
         if (c.name == "onednn+epilogue") separate = gflops;
+        if (c.name.rfind("blas", 0) == 0) blas = gflops;
       }
       auto cell = [](double v) { return v > 0 ? fmt::format("{:.1f}", v) : std::string("-"); };
-      std::printf("%6lld %6lld %6lld %-9s | %-30s %8s | %8s %8s | %s  -> %s\n", static_cast<long long>(s.m),
+      std::printf("%6lld %6lld %6lld %-9s | %-30s %8s | %8s %8s | %8s | %s  -> %s\n", static_cast<long long>(s.m),
                   static_cast<long long>(s.n), static_cast<long long>(s.k), label, best_name.substr(0, 30).c_str(),
-                  cell(best_template).c_str(), cell(onednn).c_str(), cell(separate).c_str(),
+                  cell(best_template).c_str(), cell(onednn).c_str(), cell(separate).c_str(), cell(blas).c_str(),
                   onednn > 0 && best_template > 0 ? fmt::format("{:.0f}%", 100 * best_template / onednn).c_str() : "-",
                   r.winner.c_str());
       for (const std::string& warning : r.warnings) std::fprintf(stderr, "sweep gemm: %s\n", warning.c_str());
@@ -277,7 +291,7 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
 
 CLI::App* add_sweep_gemm(CLI::App* sweep, std::function<int(const Options&)>& action) {
   auto args = std::make_shared<GemmSweepArgs>();
-  CLI::App* g = sweep->add_subcommand("gemm", "GFLOP/s of each GEMM choice (templates, oneDNN) over shapes, "
+  CLI::App* g = sweep->add_subcommand("gemm", "GFLOP/s of each GEMM choice (templates, oneDNN, OpenBLAS) over shapes, "
                                               "bare and with bias + GELU; the autotuner's pick marked");
   g->add_option("--shapes", args->shapes, "MxNxK shapes (default: M 1..2048 by bert's N, K, and 2048^3)")
       ->delimiter(',');

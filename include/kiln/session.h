@@ -39,6 +39,7 @@ struct RunStats {
   int autotuned_ops = 0;        // ops whose implementation the autotuner chose at compile time...
   int autotune_benchmarks = 0;  // ...of which it benchmarked this many (the rest: tuning database or default)
   int template_kernels = 0;     // library steps running kiln's GEMM template (the autotuner's pick)
+  int blas_kernels = 0;         // library steps running OpenBLAS's sgemm and an epilogue pass (likewise)
 };
 
 // Where a run's time went, step by step (Session::run with a profile). A step is one kernel launch: an

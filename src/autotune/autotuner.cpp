@@ -98,12 +98,9 @@ std::vector<std::string> gemm_backends(const Options& options) {
   while (true) {
     size_t comma = rest.find(',');
     std::string item(rest.substr(0, comma));
-    if (item == "blas")  // the OpenBLAS candidate: Debian's OpenBLAS is not a dependency yet
-      user_error("setting gemm_backends: blas is not available in this kiln yet (no BLAS candidate); use template "
-                 "and/or onednn (in '{}')",
+    if (item != "template" && item != "onednn" && item != "blas")
+      user_error("setting gemm_backends: '{}' is not one of template, onednn, blas (in '{}')", item,
                  options.gemm_backends);
-    if (item != "template" && item != "onednn")
-      user_error("setting gemm_backends: '{}' is not one of template, onednn (in '{}')", item, options.gemm_backends);
     for (const std::string& seen : list)
       if (seen == item) user_error("setting gemm_backends: '{}' is listed twice in '{}'", item, options.gemm_backends);
     list.push_back(std::move(item));

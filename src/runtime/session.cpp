@@ -60,7 +60,7 @@ struct Session::Impl {
   std::vector<codegen::cpu::CompiledKernel> libraries;  // keeps the generated code loaded
   std::vector<std::unique_ptr<schedule::LibraryKernel>> library_calls;
   std::string autotune_summary;  // the autotuner's table of this compile (empty: nothing tuned)
-  int autotuned_ops = 0, autotune_benchmarks = 0, template_kernels = 0;
+  int autotuned_ops = 0, autotune_benchmarks = 0, template_kernels = 0, blas_kernels = 0;
   // Arenas of finished runs, reused by the next ones (each run holds its own while it runs).
   mutable std::mutex arena_mutex;
   mutable std::vector<std::shared_ptr<void>> arenas;
@@ -151,7 +151,10 @@ std::vector<runtime::Step> build_library_calls(Session::Impl& s, std::vector<cha
     s.autotune_summary = tuner->summary_text();
     s.autotuned_ops = static_cast<int>(tuner->results().size());
     s.autotune_benchmarks = tuner->benchmarks_run();
-    for (const autotune::TuneResult& r : tuner->results()) s.template_kernels += r.winner.rfind("template:", 0) == 0;
+    for (const autotune::TuneResult& r : tuner->results()) {
+      s.template_kernels += r.winner.rfind("template:", 0) == 0;
+      s.blas_kernels += r.winner == "blas";
+    }
     if (tuner->benchmarks_run() > 0 && ::isatty(2)) std::fputs(s.autotune_summary.c_str(), stderr);
   }
   return steps;
@@ -386,6 +389,7 @@ RunStats Session::stats() const {
   r.autotuned_ops = impl_->autotuned_ops;
   r.autotune_benchmarks = impl_->autotune_benchmarks;
   r.template_kernels = impl_->template_kernels;
+  r.blas_kernels = impl_->blas_kernels;
   return r;
 }
 const Graph& Session::graph() const { return impl_->graph; }

@@ -62,14 +62,17 @@ inline constexpr int64_t kSymbolicTuneRows = 128;
 
 // A MatMul / Gemm group with constant 2-D weights and a static K (rows may be symbolic), or a batched
 // MatMul of two computed operands with static shapes (B packed per call), on the faster of `library` (its
-// oneDNN kernel, "onednn") and kiln's GEMM templates with the group's epilogue in their store hook
-// ("template:<config>"), as the autotuner picks (options: autotune, gemm_backends); every candidate is
+// oneDNN kernel, "onednn"), kiln's GEMM templates with the group's epilogue in their store hook
+// ("template:<config>") and OpenBLAS's sgemm followed by the epilogue as a pass ("blas"), as the autotuner picks (options: autotune, gemm_backends); every candidate is
 // checked against fp64 rows of the group's result first. Other groups, small products and
 // gemm_backends without template: `library` unchanged.
 // An activation as a statement of a template's epilogue body (on `float v`, ONNX semantics: Relu keeps
 // NaN), and in fp64 for reference checks.
 const char* activation_cpp(LibraryActivation a);
 double activation_fp64(LibraryActivation a, double v);
+
+// The GEMM libraries' versions, as tuning-database keys: "onednn 2.7.3; openblas 0.3.21 Haswell".
+std::string gemm_library_versions();
 
 // Whether tune_matmul_kernel would tune this group (else it returns the library kernel as it is).
 bool worth_tuning(const Graph& g, const LibraryGroup& group, const Options& options);

@@ -6,10 +6,16 @@
 #include <optional>
 #include <random>
 
+#include <oneapi/dnnl/dnnl_version.h>
+
+#include <climits>
+
 #include "autotune/autotuner.h"
 #include "autotune/choice_helpers.h"
 #include "codegen/cpu/cpu_features.h"
 #include "schedule/library_kernel_detail.h"
+#include "kernels/blas/sgemm.h"
+#include "templates/gemm/cpu/epilogue_pass.h"
 #include "templates/gemm/cpu/gemm_kernel.h"
 
 namespace kiln::schedule {
@@ -147,11 +153,19 @@ tg::GemmSpec template_spec(const MatmulShape& s, const LibraryGroup& grp) {
   return spec;
 }
 
-// The group on a compiled template kernel (weights packed once).
-class TemplateMatmulKernel final : public KernelBase {
+// C = the group's result, given bias (or null), A, B (a constant's own data, or the batched operand),
+// the rows of A and the extra epilogue inputs (the residual, or null).
+using GemmCompute = std::function<void(const float* bias, const float* a, const float* b, float* c, int64_t rows,
+                                       const void* const* extra)>;
+
+// The group on one of kiln's GEMM candidates: a template kernel (weights packed once, epilogue in its
+// store hook) or a library product followed by the epilogue pass. Checks shapes and makes the output.
+class GemmGroupKernel final : public KernelBase {
  public:
-  TemplateMatmulKernel(const Graph& g, const LibraryGroup& grp, MatmulShape shape, tg::GemmKernel kernel)
-      : KernelBase(g, grp), s_(std::move(shape)), kernel_(std::move(kernel)) {}
+  GemmGroupKernel(const Graph& g, const LibraryGroup& grp, MatmulShape shape, GemmCompute compute)
+      : KernelBase(g, grp), s_(std::move(shape)), compute_(std::move(compute)) {
+    if (!s_.batched) constant_b_ = constant_of(g, g.nodes[size_t(grp.core_node)].inputs[1]).data<float>();
+  }
 
   Tensor run_into(const std::vector<const Tensor*>& in, int64_t max_bytes, Tensor planned) const override {
     const Tensor& a = *in.at(0);
@@ -167,7 +181,7 @@ class TemplateMatmulKernel final : public KernelBase {
       fail("A is {} {}, the kernel was built for f32 {}", dtype_name(a.dtype()), a.shape_string(),
            library_detail::dims_string(s_.a_dims));
     }
-    const float* b = nullptr;  // constant weights: packed inside the kernel
+    const float* b = constant_b_;
     if (s_.batched) {
       const Tensor& bt = *in.at(1);
       if (bt.dtype() != DType::f32 || bt.shape() != s_.b_dims)
@@ -179,14 +193,37 @@ class TemplateMatmulKernel final : public KernelBase {
     Tensor out = allocate(out_dims, max_bytes, planned);
     if (rows == 0) return out;
     const void* extra[1] = {r ? r->raw() : nullptr};
-    kernel_.run(s_.bias.empty() ? nullptr : s_.bias.data(), a.data<float>(), b, out.data<float>(), rows, extra);
+    compute_(s_.bias.empty() ? nullptr : s_.bias.data(), a.data<float>(), b, out.data<float>(), rows, extra);
     return out;
   }
 
  private:
   MatmulShape s_;
-  tg::GemmKernel kernel_;
+  GemmCompute compute_;
+  const float* constant_b_ = nullptr;  // the graph's weights (the graph outlives the session's kernels)
 };
+
+// OpenBLAS's product, then the epilogue (bias, activations, residual) as a separate generated pass.
+GemmCompute blas_compute(const MatmulShape& s, const tg::GemmSpec& spec, const Options& options) {
+  std::optional<tg::EpiloguePass> pass;
+  if (tg::has_epilogue_pass(spec.problem, spec.epilogue)) pass = tg::EpiloguePass::compile(spec.problem, spec.epilogue, options);
+  return [s, pass](const float* bias, const float* a, const float* b, float* c, int64_t rows, const void* const* extra) {
+    blas::SgemmCall call;
+    call.trans_a = s.trans_a, call.trans_b = s.trans_b;
+    call.batch = s.batch, call.m = rows, call.n = s.n, call.k = s.k;
+    call.alpha = s.alpha;
+    call.a = a, call.b = b, call.c = c;
+    call.stride_a = rows * s.k, call.stride_b = s.batched ? s.k * s.n : 0, call.stride_c = rows * s.n;
+    blas::sgemm(call);
+    if (pass) pass->run(bias, c, rows, extra);
+  };
+}
+
+bool fits_blas(const MatmulShape& s) {
+  blas::SgemmCall call;
+  call.batch = s.batch, call.m = s.symbolic_rows ? INT_MAX : s.rows, call.n = s.n, call.k = s.k;
+  return blas::fits(call);
+}
 
 // Benchmark operands of a group: random A and residual, the graph's constants; and fp64 rows to check.
 struct Bench {
@@ -238,9 +275,14 @@ struct Bench {
 
 }  // namespace
 
+std::string gemm_library_versions() {
+  return fmt::format("onednn {}.{}.{}; {}", DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR, DNNL_VERSION_PATCH, blas::version());
+}
+
 bool worth_tuning(const Graph& g, const LibraryGroup& grp, const Options& options) {
   const std::vector<std::string> backends = autotune::gemm_backends(options);
-  if (std::find(backends.begin(), backends.end(), "template") == backends.end()) return false;
+  auto has = [&](const char* b) { return std::find(backends.begin(), backends.end(), b) != backends.end(); };
+  if (!has("template") && !has("blas")) return false;  // oneDNN alone: nothing to choose
   std::optional<MatmulShape> shape = static_shape(g, grp);
   return shape && double(shape->batch) * double(shape->rows) * double(shape->n) * double(shape->k) >= kTuneMinMacs;
 }
@@ -250,7 +292,8 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
                                                   std::unique_ptr<LibraryKernel> library) {
   if (!worth_tuning(g, grp, options)) return library;
   const std::vector<std::string> backends = autotune::gemm_backends(options);
-  if (std::find(backends.begin(), backends.end(), "onednn") == backends.end()) library.reset();
+  auto has = [&](const char* b) { return std::find(backends.begin(), backends.end(), b) != backends.end(); };
+  if (!has("onednn")) library.reset();
   std::optional<MatmulShape> shape = static_shape(g, grp);
   // Made on first use: a stored winner needs no benchmark operands and no reference.
   struct LazyBench {
@@ -271,41 +314,49 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
   if (shape->batched) req.shape_key = fmt::format("batch={},{}", shape->batch, req.shape_key);
   req.dtype = "f32";
   req.device_key = device_key;
-  req.library_versions = "onednn";
+  req.library_versions = gemm_library_versions();
   req.settings_key = autotune::gemm_settings_key(options);
-  std::shared_ptr<LibraryKernel> lib(std::move(library));
-  auto choice = [&](std::string name, std::function<void()> prepare, std::function<std::shared_ptr<LibraryKernel>()> get) {
+  // Each candidate fills its slot when prepared; the winner's slot becomes the group's kernel.
+  using Slot = std::shared_ptr<std::shared_ptr<LibraryKernel>>;
+  std::vector<Slot> slots;
+  auto choice = [&](std::string name, std::function<void()> prepare, Slot slot) {
+    slots.push_back(slot);
     req.choices.push_back(autotune::make_choice(
-        {std::move(name), std::move(prepare), [get, bench] { get()->run(bench->get().inputs, INT64_MAX); },
-         [get, bench, s = *shape](std::string& why) {
+        {std::move(name), std::move(prepare), [slot, bench] { (*slot)->run(bench->get().inputs, INT64_MAX); },
+         [slot, bench, s = *shape](std::string& why) {
            Bench& b = bench->get();
-           return b.check(get()->run(b.inputs, INT64_MAX), s, why);
+           return b.check((*slot)->run(b.inputs, INT64_MAX), s, why);
          }}));
   };
-  if (lib) choice("onednn", nullptr, [lib] { return lib; });
-  std::vector<std::shared_ptr<std::shared_ptr<LibraryKernel>>> built;
+  if (library) choice("onednn", nullptr, std::make_shared<std::shared_ptr<LibraryKernel>>(std::move(library)));
   const tg::GemmSpec base = template_spec(*shape, grp);
-  const bool exhaustive = tuner.mode() == autotune::TuneMode::max;
-  for (const tg::GemmConfig& config : tg::config_space(base.problem, codegen::cpu::detect_cpu_features(), exhaustive)) {
+  if (has("blas") && fits_blas(*shape)) {
     auto slot = std::make_shared<std::shared_ptr<LibraryKernel>>();
-    built.push_back(slot);
-    tg::GemmSpec spec = base;
-    spec.config = config;
-    choice(
-        "template:" + config.name(),
-        [slot, spec, &g, &grp, &options, s = *shape] {
-          tg::GemmKernel k = std::move(tg::GemmKernel::compile({spec}, options)[0]);
-          if (!s.batched) k.set_constant_b(constant_of(g, g.nodes[size_t(grp.core_node)].inputs[1]).data<float>());
-          *slot = std::make_shared<TemplateMatmulKernel>(g, grp, s, std::move(k));
-        },
-        [slot] { return *slot; });
+    choice("blas", [slot, base, &g, &grp, &options, s = *shape] {
+      *slot = std::make_shared<GemmGroupKernel>(g, grp, s, blas_compute(s, base, options));
+    }, slot);
   }
-  autotune::TuneResult r = tuner.tune(req);
-  const std::string& winner = r.winner;
-  if (winner == "onednn") return std::make_unique<SharedLibraryKernel>(lib);
-  for (size_t i = 0; i < req.choices.size(); ++i)
-    if (req.choices[i]->name() == winner) return std::make_unique<SharedLibraryKernel>(*built[lib ? i - 1 : i]);
-  internal_error("autotune picked '{}', which is not a candidate", winner);
+  const bool exhaustive = tuner.mode() == autotune::TuneMode::max;
+  if (has("template"))
+    for (const tg::GemmConfig& config : tg::config_space(base.problem, codegen::cpu::detect_cpu_features(), exhaustive)) {
+      auto slot = std::make_shared<std::shared_ptr<LibraryKernel>>();
+      tg::GemmSpec spec = base;
+      spec.config = config;
+      choice(
+          "template:" + config.name(),
+          [slot, spec, &g, &grp, &options, s = *shape] {
+            auto kernel = std::make_shared<tg::GemmKernel>(std::move(tg::GemmKernel::compile({spec}, options)[0]));
+            if (!s.batched) kernel->set_constant_b(constant_of(g, g.nodes[size_t(grp.core_node)].inputs[1]).data<float>());
+            *slot = std::make_shared<GemmGroupKernel>(
+                g, grp, s, [kernel](const float* bias, const float* a, const float* b, float* c, int64_t rows,
+                                    const void* const* extra) { kernel->run(bias, a, b, c, rows, extra); });
+          },
+          slot);
+    }
+  autotune::TuneResult r = tuner.tune(req);  // the winner is prepared, a stored one too
+  const std::shared_ptr<LibraryKernel>& winner = *slots.at(size_t(r.winner_index));
+  if (!winner) internal_error("autotune picked '{}', which did not build", r.winner);
+  return std::make_unique<SharedLibraryKernel>(winner);
 }
 
 }  // namespace kiln::schedule

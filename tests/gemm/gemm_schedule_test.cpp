@@ -147,6 +147,35 @@ TEST_F(GemmSchedule, SymbolicBatchAndSequenceRunAtTwoSizesOnOnePersistentKernel)
   EXPECT_EQ(codegen::cpu::compiler_run_count(), compiles) << "a size change recompiled a kernel";
 }
 
+TEST_F(GemmSchedule, OpenBlasWithTheEpilogueAsASeparatePass) {
+  // Only OpenBLAS competes: its sgemm, then bias, GELU, residual and Relu in a generated pass.
+  const int64_t m = 67, k = 200, n = 190;
+  Graph chain = matmul_chain(m, k, n);
+  Session s = Session::from_graph(chain, Mode::compiled, options("blas"));
+  EXPECT_EQ(s.stats().autotuned_ops, 1);
+  EXPECT_EQ(s.stats().blas_kernels, 1);
+  EXPECT_EQ(s.stats().template_kernels, 0);
+  expect_matches_reference(s, chain, {{"a", with_specials(random_uniform(DType::f32, {m, k}, -1, 1, 31))},
+                                      {"r", with_specials(random_uniform(DType::f32, {m, n}, -1, 1, 32))}});
+  // Gemm: transposed weights, alpha in the product, beta * C in the pass.
+  Graph gemm = gemm_trans_b(130, 96, 200);
+  Session t = Session::from_graph(gemm, Mode::compiled, options("blas"));
+  EXPECT_EQ(t.stats().blas_kernels, 1);
+  expect_matches_reference(t, gemm, {{"a", with_specials(random_uniform(DType::f32, {130, 96}, -1, 1, 33))}});
+  // Symbolic rows: one pass serves every M.
+  GraphBuilder b("symbolic");
+  ValueId a = b.input("a", DType::f32, Shape{Dim::sym("batch"), Dim::sym("seq"), Dim::fixed(160)});
+  ValueId w = b.constant("w", random_uniform(DType::f32, {160, 144}, -0.5, 0.5, 34));
+  ValueId bias = b.constant("bias", random_uniform(DType::f32, {144}, -0.5, 0.5, 35));
+  b.output(b.op(OpKind::Relu, {b.op(OpKind::Add, {b.op(OpKind::MatMul, {a, w}), bias})}), "y");
+  Graph sym = b.build();
+  Session u = Session::from_graph(sym, Mode::compiled, options("blas"));
+  EXPECT_EQ(u.stats().blas_kernels, 1);
+  expect_matches_reference(u, sym, {{"a", with_specials(random_uniform(DType::f32, {2, 37, 160}, -1, 1, 36))}});
+  expect_matches_reference(u, sym, {{"a", random_uniform(DType::f32, {1, 1, 160}, -1, 1, 37)}});
+  expect_matches_reference(u, sym, {{"a", random_uniform(DType::f32, {3, 0, 160}, -1, 1, 38)}});
+}
+
 // A [batch.., m, k] x B [batch.., k, n], both computed; with `epilogue`, + bias [n] + residual R.
 Graph batched_product(const std::vector<int64_t>& batch, int64_t m, int64_t k, int64_t n, bool epilogue) {
   GraphBuilder b("bmm");
@@ -193,10 +222,13 @@ TEST_F(GemmSchedule, BatchedProductsOfComputedOperandsRunOnTheTemplate) {
     EXPECT_EQ(s.stats().kernels, 1);
     EXPECT_EQ(s.stats().template_kernels, 1);
     expect_matches_reference(s, g, in);
-    // With oneDNN competing too, whichever wins matches.
-    Session both = Session::from_graph(g, Mode::compiled, options());
-    EXPECT_EQ(both.stats().autotuned_ops, 1);
-    expect_matches_reference(both, g, in);
+    Session blas = Session::from_graph(g, Mode::compiled, options("blas"));
+    EXPECT_EQ(blas.stats().blas_kernels, 1);
+    expect_matches_reference(blas, g, in);
+    // With every family competing, whichever wins matches.
+    Session all = Session::from_graph(g, Mode::compiled, options("template,onednn,blas"));
+    EXPECT_EQ(all.stats().autotuned_ops, 1);
+    expect_matches_reference(all, g, in);
   }
   // A bare product below kTuneMinMacs stays an eager node; oneDNN alone never groups a bare one.
   Graph small = batched_product({2}, 8, 16, 8, false);

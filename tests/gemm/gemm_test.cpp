@@ -10,6 +10,7 @@
 
 #include "codegen/cpu/toolchain.h"
 #include "gemm_test_util.h"
+#include "templates/gemm/cpu/epilogue_pass.h"
 
 namespace kiln::templates::gemm::testing {
 namespace {
@@ -264,6 +265,38 @@ TEST(GemmTemplate, FusedEpiloguesWithNanAndInf) {
       }
     }
   }
+}
+
+// The epilogue as a separate pass (for library GEMMs) over a bare product gives the fused results:
+// full per-batch bias with beta, a residual indexed by batch, NaN and Inf, a symbolic M.
+TEST(GemmTemplate, EpiloguePassAfterABareProduct) {
+  GemmProblem p;
+  p.n = 37;
+  p.k = 21;
+  p.batch = 3;
+  p.bias = Bias::full;
+  p.batch_stride_bias = kDenseStride;
+  p.alpha = -1.5f;
+  p.beta = 0.25f;
+  GemmEpilogue residual{{DType::f32}, "v = v + x0[(b * M + m) * N + n];"};
+  GemmProblem bare = p;  // the product with alpha, as a library computes it
+  bare.bias = Bias::none;
+  GemmKernel product = compile({{bare, first_config(bare), {}}})[0];
+  EpiloguePass pass = EpiloguePass::compile(p, residual, shared_cache().options());
+  EXPECT_TRUE(has_epilogue_pass(p, residual));
+  EXPECT_FALSE(has_epilogue_pass(bare, {}));
+  RefEpilogue ref_residual = [&p](double v, int64_t b, int64_t m, int64_t n, const Operands& x) {
+    const int64_t M = int64_t(x.extra[0].size()) / (p.batch * p.n);
+    return v + double(x.extra[0][static_cast<size_t>((b * M + m) * p.n + n)]);
+  };
+  for (int64_t M : {1, 40})
+    for (size_t special : {size_t{0}, size_t{5}}) {
+      Operands x = make_operands(p, residual, M, 700 + uint32_t(M), special);
+      std::vector<float> c = run(product, M, x, 2);
+      const void* extra[1] = {x.extra[0].data()};
+      pass.run(x.bias.data(), c.data(), M, extra, 2);
+      EXPECT_EQ(0, check_against(c, reference(p, M, x, ref_residual), "epilogue pass M=" + std::to_string(M)));
+    }
 }
 
 TEST(GemmTemplate, SymbolicMCompilesOnce) {

@@ -174,7 +174,7 @@ TEST(SweepGemmCli, RecordsEveryChoiceAndMarksOnePickPerShape) {
   }
   EXPECT_EQ(chosen, (std::map<std::string, int>{{"5x48x33 none", 1}, {"5x48x33 bias+gelu", 1}, {"1x96x16 none", 1},
                                                 {"1x96x16 bias+gelu", 1}}));
-  EXPECT_EQ(families, (std::set<std::string>{"template", "onednn", "onednn+epilogue"}));
+  EXPECT_EQ(families, (std::set<std::string>{"template", "onednn", "onednn+epilogue", "blas", "blas+epilogue"}));
   EXPECT_NE(read(root / "gemm.html").find("GEMM N=48 K=33, epilogue bias+gelu"), std::string::npos);
 
   // Only the enabled families compete; autotune=off measures nothing; shapes are checked.
@@ -183,6 +183,12 @@ TEST(SweepGemmCli, RecordsEveryChoiceAndMarksOnePickPerShape) {
   j = nlohmann::json::parse(read(json_file));
   ASSERT_EQ(j["records"].size(), 1u) << j.dump();
   EXPECT_EQ(j["records"][0]["choice"], "onednn");
+  ASSERT_EQ(kiln("--set gemm_backends=blas sweep gemm --threads 1 --shapes 4x16x16 --epilogue-only --json '" + json_file + "'"),
+            0)
+      << read(root / "out.txt");
+  j = nlohmann::json::parse(read(json_file));
+  ASSERT_EQ(j["records"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["records"][0]["choice"], "blas+epilogue");
   EXPECT_EQ(kiln("--set autotune=off sweep gemm --shapes 4x16x16"), 1);
   EXPECT_NE(read(root / "out.txt").find("autotune=off"), std::string::npos);
   EXPECT_EQ(kiln("sweep gemm --shapes 4x16"), 1);
