@@ -6,7 +6,9 @@
 //   onednn              oneDNN's matmul with the epilogue as post-ops, weights in its own layout;
 //   onednn+epilogue     oneDNN's bare matmul, then the epilogue as a separate generated pass (what a
 //                       compiler without epilogue fusion runs);
-//   blas, blas+epilogue OpenBLAS's sgemm (B as given, no packing ahead), then that pass.
+//   blas, blas+epilogue OpenBLAS's sgemm (B as given, no packing ahead), then that pass;
+//   template+epilogue:<config>  the space's first template config bare, then that pass: the same
+//                       GEMM as its fused twin, so the pair measures what fusing the epilogue saves.
 // Each candidate is checked against an fp64 product of sampled rows before it may be timed.
 // Every run benchmarks (stored winners are replaced, never reused; autotune_budget_s does not apply):
 // the sweep is a measurement.
@@ -158,7 +160,32 @@ std::vector<std::unique_ptr<autotune::Choice>> make_choices(Workload& w, const O
   tg::GemmEpilogue e;
   if (w.epilogue) e.body = gelu_body();
   if (enabled("template")) {
-    for (const tg::GemmConfig& config : tg::config_space(p, codegen::cpu::detect_cpu_features(), exhaustive)) {
+    const std::vector<tg::GemmConfig> space =
+        tg::config_space(p, codegen::cpu::detect_cpu_features(), exhaustive, tg::has_store_hook(p, e));
+    if (w.epilogue) {
+      tg::GemmProblem bare = p;
+      bare.bias = tg::GemmProblem::Bias::none;
+      auto kernel = std::make_shared<std::optional<tg::GemmKernel>>();
+      auto pass = std::make_shared<std::shared_ptr<const tg::EpiloguePass>>();
+      auto run = [kernel, pass, &w, threads] {
+        (*kernel)->run(nullptr, w.a.data(), nullptr, w.c->data(), w.s.m, nullptr, threads);
+        (*pass)->run(w.bias.data(), w.c->data(), w.s.m, nullptr, threads);
+      };
+      choices.push_back(autotune::make_choice(
+          {"template+epilogue:" + space[0].name(),
+           [kernel, pass, bare, p, e, config = space[0], &w, &options] {
+             *kernel = std::move(tg::GemmKernel::compile({{bare, config, {}}}, options)[0]);
+             (*kernel)->set_constant_b(w.b.data());
+             *pass = epilogue_pass(p, e, options);
+           },
+           run,
+           [run, &w](std::string& why) {
+             w.clear();
+             run();
+             return w.check(why);
+           }}));
+    }
+    for (const tg::GemmConfig& config : space) {
       auto kernel = std::make_shared<std::optional<tg::GemmKernel>>();
       choices.push_back(autotune::make_choice(
           {"template:" + config.name(),
@@ -240,8 +267,8 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
   const std::string device = schedule::routing_device_key(options);
   std::printf("device: %s; autotune=%s; GFLOP/s counting 2*M*N*K (* = the autotuner's pick)\n", device.c_str(),
               autotune::mode_name(tuner.mode()));
-  std::printf("%6s %6s %6s %-9s | %-30s %8s | %8s %8s | %8s | %s\n", "M", "N", "K", "epilogue", "best template",
-              "GFLOP/s", "onednn", "+sep.", "blas", "template / onednn");
+  std::printf("%6s %6s %6s %-9s | %-30s %8s %8s | %8s %8s | %8s | %s\n", "M", "N", "K", "epilogue", "best template",
+              "GFLOP/s", "+sep.", "onednn", "+sep.", "blas+sep", "template / onednn");
   json records = json::array();
   for (const Shape& s : shapes) {
     for (bool epilogue : {false, true}) {
@@ -257,7 +284,7 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
       req.choices = make_choices(w, options, exhaustive, backends, threads);
       if (req.choices.empty()) user_error("sweep gemm: gemm_backends leaves no choice");
       autotune::TuneResult r = tuner.tune(req);
-      double best_template = 0, onednn = 0, separate = 0, blas = 0;
+      double best_template = 0, onednn = 0, separate = 0, blas = 0, template_separate = 0;
       std::string best_name = "-";
       const char* label = epilogue ? "bias+gelu" : "none";
       for (const autotune::CandidateTiming& c : r.table) {
@@ -269,11 +296,13 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
         if (c.name == "onednn") onednn = gflops;
         if (c.name == "onednn+epilogue") separate = gflops;
         if (c.name.rfind("blas", 0) == 0) blas = gflops;
+        if (c.name.rfind("template+epilogue:", 0) == 0) template_separate = gflops;
       }
       auto cell = [](double v) { return v > 0 ? fmt::format("{:.1f}", v) : std::string("-"); };
-      std::printf("%6lld %6lld %6lld %-9s | %-30s %8s | %8s %8s | %8s | %s  -> %s\n", static_cast<long long>(s.m),
+      std::printf("%6lld %6lld %6lld %-9s | %-30s %8s %8s | %8s %8s | %8s | %s  -> %s\n", static_cast<long long>(s.m),
                   static_cast<long long>(s.n), static_cast<long long>(s.k), label, best_name.substr(0, 30).c_str(),
-                  cell(best_template).c_str(), cell(onednn).c_str(), cell(separate).c_str(), cell(blas).c_str(),
+                  cell(best_template).c_str(), cell(template_separate).c_str(), cell(onednn).c_str(),
+                  cell(separate).c_str(), cell(blas).c_str(),
                   onednn > 0 && best_template > 0 ? fmt::format("{:.0f}%", 100 * best_template / onednn).c_str() : "-",
                   r.winner.c_str());
       for (const std::string& warning : r.warnings) std::fprintf(stderr, "sweep gemm: %s\n", warning.c_str());

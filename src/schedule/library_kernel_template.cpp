@@ -338,7 +338,8 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
   }
   const bool exhaustive = tuner.mode() == autotune::TuneMode::max;
   if (has("template"))
-    for (const tg::GemmConfig& config : tg::config_space(base.problem, codegen::cpu::detect_cpu_features(), exhaustive)) {
+    for (const tg::GemmConfig& config : tg::config_space(base.problem, codegen::cpu::detect_cpu_features(), exhaustive,
+                                                                 tg::has_store_hook(base.problem, base.epilogue))) {
       auto slot = std::make_shared<std::shared_ptr<LibraryKernel>>();
       tg::GemmSpec spec = base;
       spec.config = config;

@@ -243,8 +243,12 @@ TEST(GemmTemplate, FusedEpiloguesWithNanAndInf) {
   GemmEpilogue relu{{}, "v = v < 0.0f ? 0.0f : v;  // keeps NaN"};
   GemmProblem plain = p;
   plain.bias = Bias::none;
+  // The hook per micro-tile and per micro-panel row (epilogue_rows): the same results.
+  GemmConfig rows = first_config(p), plain_rows = first_config(plain);
+  rows.epilogue_rows = plain_rows.epilogue_rows = true;
   std::vector<GemmKernel> kernels =
-      compile({{p, first_config(p), gelu}, {plain, first_config(plain), residual}, {plain, first_config(plain), relu}});
+      compile({{p, first_config(p), gelu}, {plain, first_config(plain), residual}, {plain, first_config(plain), relu},
+               {p, rows, gelu}, {plain, plain_rows, residual}});
   RefEpilogue ref_gelu = [](double v, int64_t, int64_t, int64_t, const Operands&) {
     return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
   };
@@ -257,6 +261,8 @@ TEST(GemmTemplate, FusedEpiloguesWithNanAndInf) {
     for (size_t special : {size_t{0}, size_t{9}}) {
       check(kernels[0], M, 500, special, ref_gelu);
       check(kernels[1], M, 501, special, ref_residual);
+      check(kernels[3], M, 500, special, ref_gelu);
+      check(kernels[4], M, 501, special, ref_residual);
       std::vector<float> relu_out = check(kernels[2], M, 502, special, ref_relu);
       if (special) {  // a NaN input makes NaN outputs, and ReLU must keep them
         bool any_nan = false;
@@ -393,6 +399,11 @@ TEST(GemmTemplate, ConfigSpaceIsValidAndNamed) {
     p.n = 96;
     p.k = 300;
     for (const GemmConfig& c : config_space(p, here, exhaustive)) EXPECT_EQ(GemmConfig::parse(c.name()), c) << c.name();
+    // With a store hook the space adds epilogue_rows twins ("_er"), which round-trip too.
+    std::vector<GemmConfig> hooked = config_space(p, here, exhaustive, true);
+    EXPECT_GT(hooked.size(), config_space(p, here, exhaustive).size());
+    for (const GemmConfig& c : hooked) EXPECT_EQ(GemmConfig::parse(c.name()), c) << c.name();
+    EXPECT_TRUE(hooked.back().epilogue_rows);
   }
   EXPECT_FALSE(GemmConfig::parse("mr6nr64_mc96_nc768_kc256_g8_x"));
   EXPECT_FALSE(GemmConfig::parse("mr6nr64_mc96_nc768_kc256_g8_p_junk"));

@@ -174,7 +174,8 @@ TEST(SweepGemmCli, RecordsEveryChoiceAndMarksOnePickPerShape) {
   }
   EXPECT_EQ(chosen, (std::map<std::string, int>{{"5x48x33 none", 1}, {"5x48x33 bias+gelu", 1}, {"1x96x16 none", 1},
                                                 {"1x96x16 bias+gelu", 1}}));
-  EXPECT_EQ(families, (std::set<std::string>{"template", "onednn", "onednn+epilogue", "blas", "blas+epilogue"}));
+  EXPECT_EQ(families, (std::set<std::string>{"template", "template+epilogue", "onednn", "onednn+epilogue", "blas",
+                                             "blas+epilogue"}));
   EXPECT_NE(read(root / "gemm.html").find("GEMM N=48 K=33, epilogue bias+gelu"), std::string::npos);
 
   // Only the enabled families compete; autotune=off measures nothing; shapes are checked.

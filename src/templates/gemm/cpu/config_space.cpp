@@ -67,8 +67,8 @@ GemmConfig blocked(const GemmProblem& p, MicroTile t, int64_t kc, int64_t l2_byt
 }  // namespace
 
 std::string GemmConfig::name() const {
-  return fmt::format("mr{}nr{}_mc{}_nc{}_kc{}_g{}_{}{}{}{}", mr, nr, mc, nc, kc, group_m, persistent ? "p" : "d",
-                     pack_a ? "" : "_da", pack_b ? "" : "_db", prefetch_c ? "" : "_nopf");
+  return fmt::format("mr{}nr{}_mc{}_nc{}_kc{}_g{}_{}{}{}{}{}", mr, nr, mc, nc, kc, group_m, persistent ? "p" : "d",
+                     pack_a ? "" : "_da", pack_b ? "" : "_db", prefetch_c ? "" : "_nopf", epilogue_rows ? "_er" : "");
 }
 
 std::optional<GemmConfig> GemmConfig::parse(std::string_view name) {
@@ -91,6 +91,10 @@ std::optional<GemmConfig> GemmConfig::parse(std::string_view name) {
       *flag = false;
       rest.remove_prefix(suffix.size());
     }
+  if (rest.substr(0, 3) == "_er") {
+    c.epilogue_rows = true;
+    rest.remove_prefix(3);
+  }
   if (!rest.empty() || c.name() != name) return std::nullopt;
   return c;
 }
@@ -122,7 +126,10 @@ std::string check_config(const GemmProblem& p, const GemmConfig& c, const CpuFea
   return {};
 }
 
-std::vector<GemmConfig> config_space(const GemmProblem& p, const CpuFeatures& f, bool exhaustive) {
+namespace {
+
+// The space without epilogue variants.
+std::vector<GemmConfig> base_space(const GemmProblem& p, const CpuFeatures& f, bool exhaustive) {
   const int vf = vector_floats(f);
   std::vector<GemmConfig> out;
   std::set<std::string> seen;
@@ -165,6 +172,25 @@ std::vector<GemmConfig> config_space(const GemmProblem& p, const CpuFeatures& f,
   GemmConfig no_prefetch = blocked(p, tiles[0], 256, 768 << 10, 96, 8, true);
   no_prefetch.prefetch_c = false;
   add(no_prefetch, true);
+  return out;
+}
+
+}  // namespace
+
+bool has_store_hook(const GemmProblem& p, const GemmEpilogue& e) {
+  return p.alpha != 1.f || p.bias != GemmProblem::Bias::none || !e.body.empty();
+}
+
+std::vector<GemmConfig> config_space(const GemmProblem& p, const CpuFeatures& f, bool exhaustive, bool with_epilogue) {
+  std::vector<GemmConfig> out = base_space(p, f, exhaustive);
+  if (!with_epilogue) return out;
+  // The store hook per micro-panel row: for the default config (fast) or every config (exhaustive).
+  const size_t base = out.size();
+  for (size_t i = 0; i < (exhaustive ? base : 1); ++i) {
+    GemmConfig c = out[i];
+    c.epilogue_rows = true;
+    out.push_back(c);
+  }
   return out;
 }
 

@@ -106,10 +106,6 @@ bool direct_b(const GemmProblem& p, const GemmConfig& c) {
   return !c.pack_b && !p.b_constant && !p.trans_b && p.n % c.nr == 0;
 }
 
-bool epilogue_is_identity(const GemmProblem& p, const GemmEpilogue& e) {
-  return p.alpha == 1.f && p.bias == GemmProblem::Bias::none && e.body.empty();
-}
-
 // Applies bias, alpha/beta and the body to the finished micro-tile rows [i0, i0+mv) x [j0, j0+nv).
 std::string epilogue_function(const GemmProblem& p, const GemmEpilogue& e) {
   std::string s =
@@ -220,8 +216,9 @@ std::string pack_functions(const GemmProblem& p) {
   return s;
 }
 
-// One macro tile: every K block, every A micro-panel, every B panel; the epilogue after the last block.
-std::string tile_function(bool identity_epilogue) {
+// One macro tile: every K block, every A micro-panel, every B panel; the epilogue after the last block
+// (per micro-tile, or with epilogue_rows per micro-panel row across the tile).
+std::string tile_function(bool identity_epilogue, bool epilogue_rows) {
   std::string s = R"(static void run_tile(const Ctx& x, const int64_t b, const int64_t tm, const int64_t tn) {
   const int64_t M = x.M;
   // Tile tm holds micro-panel rows [tm * units_m / tiles_m, (tm+1) * units_m / tiles_m): heights differ
@@ -268,8 +265,10 @@ std::string tile_function(bool identity_epilogue) {
             for (int64_t j = 0; j < nv; ++j) c[r * N + j] = scratch[r * NR + j];
         }
 )";
-  if (!identity_epilogue) s += "        if (last) epilogue_tile(x, b, i0, mv, j0, nv);\n";
-  s += "      }\n    }\n  }\n}\n\n";
+  if (!identity_epilogue && !epilogue_rows) s += "        if (last) epilogue_tile(x, b, i0, mv, j0, nv);\n";
+  s += "      }\n";
+  if (!identity_epilogue && epilogue_rows) s += "      if (last) epilogue_tile(x, b, i0, mv, n0, n1 - n0);\n";
+  s += "    }\n  }\n}\n\n";
   return s;
 }
 
@@ -294,7 +293,7 @@ KernelSource emit_gemm(const GemmProblem& p, const GemmConfig& c, const GemmEpil
   std::string why = check_config(p, c, features);
   KILN_INTERNAL_CHECK(why.empty(), "emit_gemm: {}", why);
   const int vf = vector_floats(features);
-  const bool identity = epilogue_is_identity(p, e);
+  const bool identity = !has_store_hook(p, e);
   const int64_t b_copies = p.batch_stride_b == 0 ? 1 : p.batch;
 
   std::string code(codegen::cpu::kKernelExportPrelude);
@@ -323,7 +322,7 @@ KernelSource emit_gemm(const GemmProblem& p, const GemmConfig& c, const GemmEpil
   code += vf > 1 ? vector_prelude(vf) + vector_micro_kernel(c, vf) : scalar_micro_kernel();
   code += pack_functions(p);
   if (!identity) code += epilogue_function(p, e);
-  code += tile_function(identity);
+  code += tile_function(identity, c.epilogue_rows);
   code += kRunTask;
 
   code += R"(static int64_t packed_floats() { return B_COPIES * NPANELS * PANEL; }

@@ -74,6 +74,9 @@ struct GemmConfig {
   bool pack_a = true;   // false: full micro-panels of a row-major A are read in place ("_da")
   bool pack_b = true;   // false: a per-call row-major B with N % nr == 0 is read in place ("_db")
   bool prefetch_c = true;  // prefetch the next micro-tile's C rows (name suffix "_nopf" when off)
+  // The store hook once per micro-panel row of a tile (mr rows x the tile's columns, "_er") instead of
+  // once per micro-tile: longer vector loops, the rows still in L1. No effect without an epilogue.
+  bool epilogue_rows = false;
   // EVEN_K is derived (K % kc == 0): the kernel then has no K remainder path.
   std::string name() const;  // e.g. "mr6nr64_mc96_nc768_kc256_g8_p"
   // The config a name() stands for (for configs stored by an autotuner); nullopt for other text.
@@ -95,10 +98,14 @@ struct GemmEpilogue {
   std::string body;
 };
 
-// Configs worth trying for a problem on a CPU: a handful (exhaustive = false) or a few dozen (true).
+// Configs worth trying for a problem on a CPU: a handful (exhaustive = false) or a few dozen (true);
+// with_epilogue (the kernel has a store hook: bias, alpha or a body) adds epilogue_rows variants.
 // Always non-empty; every config is valid for the problem (see valid_config).
 std::vector<GemmConfig> config_space(const GemmProblem& problem, const codegen::cpu::CpuFeatures& features,
-                                     bool exhaustive);
+                                     bool exhaustive, bool with_epilogue = false);
+
+// Whether a kernel for this problem and epilogue runs a store hook (anything besides the bare product).
+bool has_store_hook(const GemmProblem& problem, const GemmEpilogue& epilogue);
 
 // The vector width (floats) the kernel uses for `features`: 16, 8 or 1 (baseline).
 int vector_floats(const codegen::cpu::CpuFeatures& features);
