@@ -162,6 +162,22 @@ std::vector<std::unique_ptr<autotune::Choice>> make_choices(Workload& w, const O
   if (enabled("template")) {
     const std::vector<tg::GemmConfig> space =
         tg::config_space(p, codegen::cpu::detect_cpu_features(), exhaustive, tg::has_store_hook(p, e));
+    for (const tg::GemmConfig& config : space) {
+      auto kernel = std::make_shared<std::optional<tg::GemmKernel>>();
+      choices.push_back(autotune::make_choice(
+          {"template:" + config.name(),
+           [kernel, p, config, e, &w, &options] {
+             *kernel = std::move(tg::GemmKernel::compile({{p, config, e}}, options)[0]);
+             (*kernel)->set_constant_b(w.b.data());
+           },
+           [kernel, &w, threads] { (*kernel)->run(w.bias.data(), w.a.data(), nullptr, w.c->data(), w.s.m, nullptr, threads); },
+           [kernel, &w, threads](std::string& why) {
+             w.clear();
+             (*kernel)->run(w.bias.data(), w.a.data(), nullptr, w.c->data(), w.s.m, nullptr, threads);
+             return w.check(why);
+           }}));
+    }
+    // Last: in a tie (tie_margin) the autotuner keeps the earlier choice, the fused kernel.
     if (w.epilogue) {
       tg::GemmProblem bare = p;
       bare.bias = tg::GemmProblem::Bias::none;
@@ -182,21 +198,6 @@ std::vector<std::unique_ptr<autotune::Choice>> make_choices(Workload& w, const O
            [run, &w](std::string& why) {
              w.clear();
              run();
-             return w.check(why);
-           }}));
-    }
-    for (const tg::GemmConfig& config : space) {
-      auto kernel = std::make_shared<std::optional<tg::GemmKernel>>();
-      choices.push_back(autotune::make_choice(
-          {"template:" + config.name(),
-           [kernel, p, config, e, &w, &options] {
-             *kernel = std::move(tg::GemmKernel::compile({{p, config, e}}, options)[0]);
-             (*kernel)->set_constant_b(w.b.data());
-           },
-           [kernel, &w, threads] { (*kernel)->run(w.bias.data(), w.a.data(), nullptr, w.c->data(), w.s.m, nullptr, threads); },
-           [kernel, &w, threads](std::string& why) {
-             w.clear();
-             (*kernel)->run(w.bias.data(), w.a.data(), nullptr, w.c->data(), w.s.m, nullptr, threads);
              return w.check(why);
            }}));
     }
