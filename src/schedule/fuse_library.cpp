@@ -2,12 +2,14 @@
 #include "schedule/fuse_library.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <numbers>
 #include <optional>
 
+#include "schedule/gemm_tail.h"
 #include "schedule/library_kernel.h"
 #include "schedule/softmax_route.h"
 #include "support/error.h"
@@ -32,11 +34,11 @@ bool conv_attrs_ok(const Node& n, size_t spatial, const std::vector<int64_t>& w)
 
 class Matcher {
  public:
-  // keep_bare_bmm: whether a product of two computed operands with no fused consumer still makes a group
-  // (when the autotuner may put it on a GEMM template); without it such products stay eager nodes.
-  Matcher(const Graph& g, const std::vector<char>& claimed,
-          std::function<bool(const LibraryGroup&)> keep_bare_bmm = nullptr)
-      : g_(g), uses_(g.use_counts()), keep_bare_bmm_(std::move(keep_bare_bmm)) {
+  // tuned: whether the autotuner will tune a group (worth_tuning), so that kiln's own GEMM code may run
+  // it: then a product of two computed operands with no fused consumer still makes a group, and
+  // pointwise consumers past the library's post-ops join as the group's tail (gemm_tail.h).
+  Matcher(const Graph& g, const std::vector<char>& claimed, std::function<bool(const LibraryGroup&)> tuned = nullptr)
+      : g_(g), uses_(g.use_counts()), tuned_(std::move(tuned)) {
     taken_.assign(g.nodes.size(), 0);
     for (size_t i = 0; i < g.nodes.size() && i < claimed.size(); ++i) taken_[i] = claimed[i] != 0;
     consumers_.resize(g.values.size());
@@ -105,6 +107,22 @@ class Matcher {
     ValueId out = sole_output(nd);
     return same_type(out, v) ? out : kNoValue;
   }
+  // Mul(v, c), Mul(c, v) or Div(v, c) by a finite f32 scalar constant (Div: non-zero), the sole use of
+  // v, making a value of v's type: that value, and the factor (1 / c for Div).
+  std::optional<std::pair<ValueId, float>> scaled(ValueId v) const {
+    NodeId n = sole_consumer(v);
+    if (n < 0 || (node(n).op != OpKind::Mul && node(n).op != OpKind::Div)) return std::nullopt;
+    const Node& nd = node(n);
+    ValueId c = other_operand(nd, v);
+    if (c == kNoValue || !is_const(c) || !is_f32(c) || (nd.op == OpKind::Div && nd.inputs[1] != c)) return std::nullopt;
+    const Tensor& t = *value(c).constant;
+    if (t.numel() != 1 || t.rank() > value(v).type.rank()) return std::nullopt;
+    const float f = static_cast<float>(t.as_double(0));
+    if (!std::isfinite(f) || (nd.op == OpKind::Div && f == 0.f)) return std::nullopt;
+    ValueId out = sole_output(nd);
+    if (!same_type(out, v)) return std::nullopt;
+    return std::pair{out, nd.op == OpKind::Div ? 1.f / f : f};
+  }
   // A free unary node of `op` reading v (sole use), whose output has v's type.
   ValueId unary(NodeId n, OpKind op, ValueId v) const {
     if (n < 0 || node(n).op != op || node(n).inputs.size() != 1 || node(n).inputs[0] != v) return kNoValue;
@@ -118,11 +136,12 @@ class Matcher {
   std::optional<ActivationMatch> match_half_product(ValueId x, NodeId other, ValueId a) const;
   bool match_core(NodeId n, LibraryGroup& grp, int64_t& channels, int& channel_axis, bool& has_bias) const;
   std::optional<LibraryGroup> match_from(NodeId n) const;
+  void match_tail(LibraryGroup& grp) const;
   bool bias_ok(ValueId c, ValueId out, int64_t channels, int channel_axis) const;
 
   const Graph& g_;
   std::vector<int> uses_;
-  std::function<bool(const LibraryGroup&)> keep_bare_bmm_;
+  std::function<bool(const LibraryGroup&)> tuned_;
   std::vector<char> taken_, is_output_;
   std::vector<std::vector<NodeId>> consumers_;
 };
@@ -356,6 +375,12 @@ std::optional<LibraryGroup> Matcher::match_from(NodeId id) const {
       }
     }
   }
+  // A scalar factor right after a MatMul (attention's 1/sqrt(d)), folded into the product's alpha.
+  if (grp.core == LibraryCore::matmul || grp.core == LibraryCore::batched_matmul)
+    if (auto s = scaled(cur)) {
+      grp.scale = s->second;
+      advance({sole_consumer(cur)}, s->first, "scale");
+    }
   // A constant bias per channel.
   if (!has_bias) {
     NodeId n = sole_consumer(cur);
@@ -393,11 +418,36 @@ std::optional<LibraryGroup> Matcher::match_from(NodeId id) const {
     }
   }
   grp.output = cur;
+  const bool tuned = grp.core != LibraryCore::conv && tuned_ && tuned_(grp);
+  if (tuned) match_tail(grp);
   // A product of two computed operands gains nothing from the library call on its own (eager MatMul is
   // the same oneDNN call), only from a template the autotuner may pick.
-  if (grp.core == LibraryCore::batched_matmul && grp.nodes.size() == 1 && !(keep_bare_bmm_ && keep_bare_bmm_(grp)))
-    return std::nullopt;
+  if (grp.core == LibraryCore::batched_matmul && grp.nodes.size() == 1 && !tuned) return std::nullopt;
   return grp;
+}
+
+// The pointwise chain after the post-ops (gemm_tail.h); grp.output is the value before it.
+void Matcher::match_tail(LibraryGroup& grp) const {
+  ValueId cur = grp.output;
+  for (NodeId n = sole_consumer(cur); n >= 0; n = sole_consumer(cur)) {
+    ValueId out = kNoValue, operand = kNoValue;
+    if (!tail_node_ok(g_, node(n), cur, out, operand) || is_output_[size_t(cur)]) break;
+    if (operand != kNoValue && !is_const(operand) && value(operand).producer >= 0 &&
+        std::find(grp.nodes.begin(), grp.nodes.end(), value(operand).producer) != grp.nodes.end())
+      break;  // a value the group computes itself
+    if (grp.tail.empty()) grp.tail_input = cur;
+    if (operand != kNoValue) {
+      grp.tail_inputs.push_back(static_cast<int>(grp.inputs.size()));
+      grp.inputs.push_back(operand);
+    }
+    grp.tail.push_back(n);
+    grp.nodes.push_back(n);
+    std::string name(op_name(node(n).op));
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    grp.label += "+" + name;
+    cur = out;
+  }
+  grp.output = cur;
 }
 
 bool conv_attrs_ok(const Node& n, size_t spatial, const std::vector<int64_t>& w) {

@@ -1,12 +1,15 @@
 // Library calls with fused pointwise consumers: a MatMul / Gemm / Conv (f32) and the chain of nodes
 // after it that oneDNN can apply as post-ops, in this order, each optional:
 //   Conv only: BatchNormalization with constant parameters (folded into the weights at build);
+//   MatMul only: Mul or Div by a scalar constant (folded into alpha: x / c as x * (1 / c));
 //   Add of a constant bias per output channel (MatMul/Gemm: the last dim; Conv: dim 1);
 //   an activation: Relu, Tanh, Sigmoid, or GELU in the erf or tanh form exporters emit;
 //   Add of a non-constant tensor of exactly the output's type (a residual);
 //   Relu.
 // With the Options overload, also the softmax-family nodes the router sends to the library
-// (softmax_route.h): the node alone, as a LibraryCore::softmax / log_softmax group.
+// (softmax_route.h): the node alone, as a LibraryCore::softmax / log_softmax group; and, for a
+// MatMul / Gemm group the autotuner will tune (kiln's GEMM code may run it), a tail: the pointwise
+// consumers after those post-ops (gemm_tail.h), computed by generated code.
 // Every intermediate value has all of its uses inside the group and is not a graph output. The group
 // runs where its last node stood (build_library_kernel in library_kernel.h makes the call).
 #pragma once
@@ -39,10 +42,16 @@ struct LibraryGroup {
   LibraryCore core = LibraryCore::matmul;
   NodeId core_node = -1;
   NodeId batchnorm = -1;     // conv only
+  float scale = 1.f;         // matmul, batched_matmul: the folded scalar Mul / Div (the product's alpha)
   ValueId bias = kNoValue;   // the constant of the bias Add
   LibraryActivation act = LibraryActivation::none;
   int residual = -1;         // index into `inputs` of the residual, -1: none
   LibraryActivation act_after = LibraryActivation::none;  // relu or none
+  // Tuned groups only (gemm_tail.h): pointwise nodes after the post-ops, in order; the value the first
+  // reads; their non-scalar operands as indices into `inputs`.
+  std::vector<NodeId> tail;
+  ValueId tail_input = kNoValue;
+  std::vector<int> tail_inputs;
 };
 
 // Groups in topological order; no node in two groups; nodes for which claimed[node] != 0 are never

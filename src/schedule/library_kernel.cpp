@@ -21,6 +21,7 @@ class MatmulKernel final : public KernelBase {
     e.act = to_onednn(grp.act);
     e.residual = grp.residual >= 0;
     e.act_after = to_onednn(grp.act_after);
+    e.alpha = grp.scale;
     if (core_ == LibraryCore::batched_matmul) {
       if (grp.bias != kNoValue)
         e.bias = per_channel(constant_of(g, grp.bias), g.value(grp.output).type.shape.back().value);

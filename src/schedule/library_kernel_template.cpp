@@ -13,6 +13,7 @@
 #include "autotune/autotuner.h"
 #include "autotune/choice_helpers.h"
 #include "codegen/cpu/cpu_features.h"
+#include "schedule/gemm_tail.h"
 #include "schedule/library_kernel_detail.h"
 #include "kernels/blas/sgemm.h"
 #include "templates/gemm/cpu/epilogue_pass.h"
@@ -60,6 +61,7 @@ std::optional<MatmulShape> batched_shape(const Graph& g, const LibraryGroup& grp
   s.out_dims = s.a_dims;
   s.out_dims.back() = s.n;
   if (grp.bias != kNoValue) s.bias = per_channel(constant_of(g, grp.bias), s.n);
+  s.alpha = grp.scale;
   if (s.batch < 1 || s.rows < 1 || s.n < 1 || s.k < 1) return std::nullopt;
   return s;
 }
@@ -98,6 +100,7 @@ std::optional<MatmulShape> static_shape(const Graph& g, const LibraryGroup& grp)
   } else {
     s.out_dims = s.a_dims;
     s.out_dims.back() = s.n;
+    s.alpha = grp.scale;
   }
   if (s.symbolic_rows && s.a_dims.back() != s.k) return std::nullopt;
   if (grp.bias != kNoValue) s.bias = per_channel(constant_of(g, grp.bias), s.n);
@@ -134,7 +137,7 @@ double activation_fp64(LibraryActivation a, double v) {
 
 namespace {
 
-tg::GemmSpec template_spec(const MatmulShape& s, const LibraryGroup& grp) {
+tg::GemmSpec template_spec(const Graph& g, const MatmulShape& s, const LibraryGroup& grp) {
   tg::GemmSpec spec;
   tg::GemmProblem& p = spec.problem;
   p.m = s.symbolic_rows ? -1 : s.rows, p.n = s.n, p.k = s.k;
@@ -149,9 +152,36 @@ tg::GemmSpec template_spec(const MatmulShape& s, const LibraryGroup& grp) {
     body += s.batched ? " v = v + x0[(b * M + m) * N + n];" : " v = v + x0[m * N + n];";
   }
   body += activation_cpp(grp.act_after);
-  spec.epilogue.body = body;
+  const int first_tail = static_cast<int>(spec.epilogue.extra_inputs.size());
+  spec.epilogue.extra_inputs.resize(spec.epilogue.extra_inputs.size() + grp.tail_inputs.size(), DType::f32);
+  spec.epilogue.body = body + tail_cpp(g, grp, first_tail);
   return spec;
 }
+
+// Where the epilogue's extra inputs come from: the residual (if any), then the tail's operands, each
+// an index into the group's inputs and whether it holds one value per column.
+struct ExtraInputs {
+  std::vector<std::pair<int, bool>> sources;
+
+  ExtraInputs(const Graph& g, const LibraryGroup& grp) {
+    if (grp.residual >= 0) sources.push_back({grp.residual, false});
+    for (int i : grp.tail_inputs) sources.push_back({i, tail_operand_per_column(g, grp.inputs[size_t(i)])});
+  }
+
+  // The pointers, each checked: a full operand must have the output's f32 shape. Empty string: fine.
+  std::string collect(const std::vector<const Tensor*>& in, const std::vector<int64_t>& out_dims,
+                      std::vector<const void*>& out) const {
+    out.clear();
+    for (auto [index, per_column] : sources) {
+      const Tensor* t = in.at(size_t(index));
+      if (!t || t->dtype() != DType::f32 || (!per_column && t->shape() != out_dims))
+        return fmt::format("an epilogue operand has shape {}, the output {}", t ? t->shape_string() : "?",
+                           library_detail::dims_string(out_dims));
+      out.push_back(t->raw());
+    }
+    return {};
+  }
+};
 
 // C = the group's result, given bias (or null), A, B (a constant's own data, or the batched operand),
 // the rows of A and the extra epilogue inputs (the residual, or null).
@@ -163,7 +193,7 @@ using GemmCompute = std::function<void(const float* bias, const float* a, const 
 class GemmGroupKernel final : public KernelBase {
  public:
   GemmGroupKernel(const Graph& g, const LibraryGroup& grp, MatmulShape shape, GemmCompute compute)
-      : KernelBase(g, grp), s_(std::move(shape)), compute_(std::move(compute)) {
+      : KernelBase(g, grp), s_(std::move(shape)), compute_(std::move(compute)), extras_(g, grp) {
     if (!s_.batched) constant_b_ = constant_of(g, g.nodes[size_t(grp.core_node)].inputs[1]).data<float>();
   }
 
@@ -189,17 +219,18 @@ class GemmGroupKernel final : public KernelBase {
              library_detail::dims_string(s_.b_dims));
       b = bt.data<float>();
     }
-    const Tensor* r = residual(in, out_dims);
+    std::vector<const void*> extra;
+    if (std::string why = extras_.collect(in, out_dims, extra); !why.empty()) fail("{}", why);
     Tensor out = allocate(out_dims, max_bytes, planned);
     if (rows == 0) return out;
-    const void* extra[1] = {r ? r->raw() : nullptr};
-    compute_(s_.bias.empty() ? nullptr : s_.bias.data(), a.data<float>(), b, out.data<float>(), rows, extra);
+    compute_(s_.bias.empty() ? nullptr : s_.bias.data(), a.data<float>(), b, out.data<float>(), rows, extra.data());
     return out;
   }
 
  private:
   MatmulShape s_;
   GemmCompute compute_;
+  ExtraInputs extras_;
   const float* constant_b_ = nullptr;  // the graph's weights (the graph outlives the session's kernels)
 };
 
@@ -218,6 +249,36 @@ GemmCompute blas_compute(const MatmulShape& s, const tg::GemmSpec& spec, const O
     if (pass) pass->run(bias, c, rows, extra);
   };
 }
+
+// oneDNN's call (product and post-ops), then the group's tail as a generated pass over its output.
+class LibraryWithTail final : public KernelBase {
+ public:
+  LibraryWithTail(const Graph& g, const LibraryGroup& grp, std::shared_ptr<LibraryKernel> library, int64_t n,
+                  const Options& options)
+      : KernelBase(g, grp), library_(std::move(library)), extras_(g, grp), n_(n) {
+    tg::GemmProblem p;
+    p.m = -1, p.n = n;  // every row of the output as one matrix
+    tg::GemmEpilogue e;
+    const int first_tail = grp.residual >= 0 ? 1 : 0;
+    e.extra_inputs.assign(size_t(first_tail) + grp.tail_inputs.size(), DType::f32);
+    e.body = tail_cpp(g, grp, first_tail);
+    pass_ = tg::EpiloguePass::compile(p, e, options);
+  }
+
+  Tensor run_into(const std::vector<const Tensor*>& in, int64_t max_bytes, Tensor planned) const override {
+    Tensor out = library_->run(in, max_bytes, std::move(planned));
+    std::vector<const void*> extra;
+    if (std::string why = extras_.collect(in, out.shape(), extra); !why.empty()) fail("{}", why);
+    if (out.numel() > 0) pass_.run(nullptr, out.data<float>(), out.numel() / n_, extra.data());
+    return out;
+  }
+
+ private:
+  std::shared_ptr<LibraryKernel> library_;
+  ExtraInputs extras_;
+  int64_t n_;
+  tg::EpiloguePass pass_;
+};
 
 bool fits_blas(const MatmulShape& s) {
   blas::SgemmCall call;
@@ -242,7 +303,8 @@ struct Bench {
         inputs.push_back(c.get());
         continue;
       }
-      const std::vector<int64_t>& dims = static_cast<int>(i) == grp.residual ? s.out_dims : i == 1 ? s.b_dims : s.a_dims;
+      // A, the batched B, or an operand of the output's shape (residual, tail)
+      const std::vector<int64_t>& dims = i == 0 ? s.a_dims : i == 1 && s.batched ? s.b_dims : s.out_dims;
       owned.push_back(Tensor::empty(DType::f32, dims));
       for (int64_t j = 0; j < owned.back().numel(); ++j) owned.back().data<float>()[j] = d(rng);
       inputs.push_back(&owned.back());
@@ -251,6 +313,8 @@ struct Bench {
     const float* b_all = inputs[1]->data<float>();
     const float* res = grp.residual >= 0 ? inputs[size_t(grp.residual)]->data<float>() : nullptr;
     const int64_t all_rows = s.batch * s.rows;  // rows of every matrix, one after another
+    const loops::ScalarExpr tail = tail_expr(g, grp);
+    std::vector<double> tail_operands(grp.tail_inputs.size());
     for (int64_t r : {int64_t{0}, all_rows / 2, all_rows - 1})
       if (rows.empty() || rows.back() != r) rows.push_back(r);
     for (int64_t r : rows)
@@ -261,7 +325,12 @@ struct Bench {
           acc += double(a[s.trans_a ? q * s.rows + r : r * s.k + q]) * double(b[s.trans_b ? j * s.k + q : q * s.n + j]);
         double v = activation_fp64(grp.act, s.alpha * acc + (s.bias.empty() ? 0.0 : s.bias[size_t(j)]));
         if (res) v += res[r * s.n + j];
-        want.push_back(activation_fp64(grp.act_after, v));
+        v = activation_fp64(grp.act_after, v);
+        for (size_t t = 0; t < grp.tail_inputs.size(); ++t) {
+          const Tensor& x = *inputs[size_t(grp.tail_inputs[t])];
+          tail_operands[t] = x.data<float>()[tail_operand_per_column(g, grp.inputs[size_t(grp.tail_inputs[t])]) ? j : r * s.n + j];
+        }
+        want.push_back(grp.tail.empty() ? v : tail_fp64(tail, v, tail_operands));
       }
   }
 
@@ -328,8 +397,16 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
            return b.check((*slot)->run(b.inputs, INT64_MAX), s, why);
          }}));
   };
-  if (library) choice("onednn", nullptr, std::make_shared<std::shared_ptr<LibraryKernel>>(std::move(library)));
-  const tg::GemmSpec base = template_spec(*shape, grp);
+  if (library && grp.tail.empty()) {
+    choice("onednn", nullptr, std::make_shared<std::shared_ptr<LibraryKernel>>(std::move(library)));
+  } else if (library) {  // the tail as a pass after oneDNN's call
+    auto slot = std::make_shared<std::shared_ptr<LibraryKernel>>();
+    std::shared_ptr<LibraryKernel> lib(std::move(library));
+    choice("onednn", [slot, lib, &g, &grp, &options, n = shape->n] {
+      *slot = std::make_shared<LibraryWithTail>(g, grp, lib, n, options);
+    }, slot);
+  }
+  const tg::GemmSpec base = template_spec(g, *shape, grp);
   if (has("blas") && fits_blas(*shape)) {
     auto slot = std::make_shared<std::shared_ptr<LibraryKernel>>();
     choice("blas", [slot, base, &g, &grp, &options, s = *shape] {

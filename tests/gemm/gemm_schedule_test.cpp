@@ -176,6 +176,124 @@ TEST_F(GemmSchedule, OpenBlasWithTheEpilogueAsASeparatePass) {
   expect_matches_reference(u, sym, {{"a", random_uniform(DType::f32, {3, 0, 160}, -1, 1, 38)}});
 }
 
+TEST_F(GemmSchedule, ScalarFactorAfterTheProductFoldsIntoAlpha) {
+  // (A x W) * 0.37 + bias -> Relu, and attention's bmm / 3 (not a power of two: x / c as x * (1 / c)).
+  GraphBuilder b("scaled");
+  ValueId a = b.input("a", DType::f32, {67, 200});
+  ValueId w = b.constant("w", random_uniform(DType::f32, {200, 190}, -0.5, 0.5, 41));
+  ValueId bias = b.constant("bias", random_uniform(DType::f32, {190}, -0.5, 0.5, 42));
+  ValueId h = b.op(OpKind::Mul, {b.scalar(DType::f32, 0.37), b.op(OpKind::MatMul, {a, w})});
+  b.output(b.op(OpKind::Relu, {b.op(OpKind::Add, {h, bias})}), "y");
+  Graph linear = b.build();
+  GraphBuilder q("attention");
+  ValueId x = q.input("x", DType::f32, {2, 3, 67, 96});
+  ValueId kt = q.input("kt", DType::f32, {2, 3, 96, 131});
+  q.output(q.op(OpKind::Div, {q.op(OpKind::MatMul, {x, kt}), q.scalar(DType::f32, 3.0)}), "y");
+  Graph scores = q.build();
+  const std::map<std::string, Tensor> linear_in = {{"a", with_specials(random_uniform(DType::f32, {67, 200}, -1, 1, 43))}};
+  const std::map<std::string, Tensor> scores_in = {
+      {"x", with_specials(random_uniform(DType::f32, {2, 3, 67, 96}, -1, 1, 44))},
+      {"kt", random_uniform(DType::f32, {2, 3, 96, 131}, -1, 1, 45)}};
+  for (const char* backends : {"template", "onednn", "blas"}) {
+    SCOPED_TRACE(backends);
+    Session s = Session::from_graph(linear, Mode::compiled, options(backends));
+    EXPECT_EQ(s.stats().kernels, 1);  // product, factor, bias and Relu: one call
+    expect_matches_reference(s, linear, linear_in);
+    Session t = Session::from_graph(scores, Mode::compiled, options(backends));
+    EXPECT_EQ(t.stats().kernels, 1);
+    EXPECT_EQ(t.stats().library_kernels, 1);
+    expect_matches_reference(t, scores, scores_in);
+  }
+  // Division by zero is not folded into alpha: the Div itself joins as the group's tail (x / 0 stays
+  // +-Inf or NaN exactly).
+  GraphBuilder z("zero");
+  ValueId za = z.input("x", DType::f32, {2, 3, 67, 96});
+  ValueId zb = z.input("kt", DType::f32, {2, 3, 96, 131});
+  z.output(z.op(OpKind::Div, {z.op(OpKind::MatMul, {za, zb}), z.scalar(DType::f32, 0.0)}), "y");
+  Graph by_zero = z.build();
+  Session u = Session::from_graph(by_zero, Mode::compiled, options("template"));
+  EXPECT_EQ(u.stats().kernels, 1);
+  expect_matches_reference(u, by_zero, scores_in);
+}
+
+TEST_F(GemmSchedule, PointwiseTailPastThePostOpsRunsAsGeneratedEpilogue) {
+  // Past bias, GELU and residual (oneDNN's post-ops): * 0.5, - a constant per column, Min with a
+  // computed tensor, Tanh, Pow by a scalar. oneDNN runs the tail as a pass; templates in their hook.
+  const int64_t m = 67, k = 200, n = 190;
+  GraphBuilder b("tail");
+  ValueId a = b.input("a", DType::f32, {m, k});
+  ValueId r = b.input("r", DType::f32, {m, n});
+  ValueId r2 = b.input("r2", DType::f32, {m, n});
+  ValueId w = b.constant("w", random_uniform(DType::f32, {k, n}, -0.5, 0.5, 51));
+  ValueId bias = b.constant("bias", random_uniform(DType::f32, {n}, -0.5, 0.5, 52));
+  ValueId column = b.constant("column", random_uniform(DType::f32, {1, n}, -0.5, 0.5, 53));
+  ValueId h = b.op(OpKind::Add, {b.op(OpKind::MatMul, {a, w}), bias});
+  ValueId erf = b.op(OpKind::Erf, {b.op(OpKind::Div, {h, b.scalar(DType::f32, std::sqrt(2.0))})});
+  ValueId gelu = b.op(OpKind::Mul, {b.op(OpKind::Mul, {h, b.op(OpKind::Add, {erf, b.scalar(DType::f32, 1.0)})}),
+                                    b.scalar(DType::f32, 0.5)});
+  ValueId t = b.op(OpKind::Add, {gelu, r});
+  t = b.op(OpKind::Mul, {t, b.scalar(DType::f32, 0.5)});
+  t = b.op(OpKind::Sub, {t, column});
+  t = b.op(OpKind::Min, {r2, t});
+  t = b.op(OpKind::Tanh, {t});
+  b.output(b.op(OpKind::Pow, {t, b.scalar(DType::f32, 2.0)}), "y");
+  Graph g = b.build();
+  const std::map<std::string, Tensor> in = {{"a", with_specials(random_uniform(DType::f32, {m, k}, -1, 1, 54))},
+                                            {"r", with_specials(random_uniform(DType::f32, {m, n}, -1, 1, 55))},
+                                            {"r2", random_uniform(DType::f32, {m, n}, -1, 1, 56)}};
+  // Batched: (x @ kt) / 3 + r, Sigmoid, * a constant per column of shape [1, 1, 1, N].
+  GraphBuilder q("bmm_tail");
+  ValueId x = q.input("x", DType::f32, {2, 3, 67, 96});
+  ValueId kt = q.input("kt", DType::f32, {2, 3, 96, 131});
+  ValueId qr = q.input("r", DType::f32, {2, 3, 67, 131});
+  ValueId s = q.op(OpKind::Div, {q.op(OpKind::MatMul, {x, kt}), q.scalar(DType::f32, 3.0)});
+  s = q.op(OpKind::Sigmoid, {q.op(OpKind::Add, {s, qr})});
+  q.output(q.op(OpKind::Mul, {s, q.constant("col", random_uniform(DType::f32, {1, 1, 1, 131}, -2, 2, 57))}), "y");
+  Graph batched = q.build();
+  const std::map<std::string, Tensor> batched_in = {
+      {"x", with_specials(random_uniform(DType::f32, {2, 3, 67, 96}, -1, 1, 58))},
+      {"kt", random_uniform(DType::f32, {2, 3, 96, 131}, -1, 1, 59)},
+      {"r", with_specials(random_uniform(DType::f32, {2, 3, 67, 131}, -1, 1, 60))}};
+  for (const char* backends : {"template", "onednn,template", "blas", "template,onednn,blas"}) {
+    SCOPED_TRACE(backends);
+    fs::remove_all(dir_ / "cache");  // a fresh tuning database: each setting measures its own candidates
+    Session one = Session::from_graph(g, Mode::compiled, options(backends));
+    EXPECT_EQ(one.stats().kernels, 1);
+    EXPECT_EQ(one.stats().library_kernels, 1);
+    expect_matches_reference(one, g, in);
+    Session two = Session::from_graph(batched, Mode::compiled, options(backends));
+    EXPECT_EQ(two.stats().kernels, 1);
+    expect_matches_reference(two, batched, batched_in);
+  }
+  // oneDNN as the only candidate (nothing to tune): no tail, the pointwise nodes stay outside.
+  Session library = Session::from_graph(g, Mode::compiled, options("onednn"));
+  EXPECT_EQ(library.stats().kernels, 2);
+  expect_matches_reference(library, g, in);
+  // autotune=off picks oneDNN, with the tail as its pass.
+  Options off = options();
+  off.set("autotune", "off");
+  Session untuned = Session::from_graph(g, Mode::compiled, off);
+  EXPECT_EQ(untuned.stats().kernels, 1);
+  EXPECT_EQ(untuned.stats().template_kernels, 0);
+  expect_matches_reference(untuned, g, in);
+}
+
+TEST_F(GemmSchedule, TailStopsAtSharedValuesAndOtherBroadcasts) {
+  GraphBuilder b("stops");
+  ValueId a = b.input("a", DType::f32, {67, 200});
+  ValueId rows = b.input("rows", DType::f32, {67, 1});  // one value per row: not a tail operand
+  ValueId w = b.constant("w", random_uniform(DType::f32, {200, 190}, -0.5, 0.5, 61));
+  ValueId h = b.op(OpKind::Exp, {b.op(OpKind::Mul, {b.op(OpKind::MatMul, {a, w}), b.scalar(DType::f32, 0.1)})});
+  ValueId shared = b.op(OpKind::Neg, {h});  // read twice below: ends the tail
+  b.output(b.op(OpKind::Add, {b.op(OpKind::Mul, {shared, rows}), shared}), "y");
+  Graph g = b.build();
+  Session s = Session::from_graph(g, Mode::compiled, options("template"));
+  EXPECT_EQ(s.stats().library_kernels, 1);
+  EXPECT_EQ(s.stats().kernels, 2);  // matmul+scale+exp+neg, then a pointwise kernel
+  expect_matches_reference(s, g, {{"a", with_specials(random_uniform(DType::f32, {67, 200}, -1, 1, 62))},
+                                  {"rows", random_uniform(DType::f32, {67, 1}, -1, 1, 63)}});
+}
+
 // A [batch.., m, k] x B [batch.., k, n], both computed; with `epilogue`, + bias [n] + residual R.
 Graph batched_product(const std::vector<int64_t>& batch, int64_t m, int64_t k, int64_t n, bool epilogue) {
   GraphBuilder b("bmm");

@@ -8,6 +8,7 @@
 #include "ir/graph.h"
 #include "kiln/builder.h"
 #include "kiln/session.h"
+#include "ops/node_runner.h"
 #include "passes/passes.h"
 #include "runtime/compare.h"
 #include "runtime/plan.h"
@@ -84,6 +85,29 @@ TEST(Plan, SymbolicSizesAreAllocatedAtRunTime) {
   Planned p = plan(b.build());
   EXPECT_EQ(p.memory.slot_of[size_t(node_output(p.g, 0))], -1);
   EXPECT_EQ(runtime::plan_stats(p.g, p.steps, p.memory).bytes_moved, -1);
+}
+
+TEST(Plan, LibraryCallsWriteIntoPlannedBuffers) {
+  // x -> MatMul(W) + bias -> Relu (one library call) -> h -> Tanh -> y: h lives in the arena.
+  GraphBuilder b("library");
+  ValueId x = b.input("x", DType::f32, {5, 8});
+  ValueId w = b.constant("w", random_uniform(DType::f32, {8, 6}, -1, 1, 1));
+  ValueId bias = b.constant("bias", random_uniform(DType::f32, {6}, -1, 1, 2));
+  ValueId h = b.op(OpKind::Relu, {b.op(OpKind::Add, {b.op(OpKind::MatMul, {x, w}), bias})});
+  b.output(b.op(OpKind::Tanh, {h}), "y");
+  Graph g = b.build();
+  Options o;
+  o.set("autotune", "off");
+  Session s = Session::from_graph(g, Mode::compiled, o);
+  EXPECT_EQ(s.stats().library_kernels, 1);
+  EXPECT_EQ(s.stats().buffers, 1);
+  EXPECT_GE(s.stats().arena_bytes, 5 * 6 * 4);
+  std::map<std::string, Tensor> in = {{"x", random_uniform(DType::f32, {5, 8}, -1, 1, 3)}};
+  Session reference = Session::from_graph(g, Mode::reference, o);
+  for (int run = 0; run < 2; ++run) {  // the second run reuses the arena
+    CloseResult r = all_close(convert_tensor(s.run(in).at("y"), DType::f64), reference.run(in).at("y"), 1e-5, 1e-5);
+    EXPECT_TRUE(r.ok) << r.reason;
+  }
 }
 
 TEST(Plan, RunsThatReuseArenasGiveTheSameResultsAlsoFromManyThreads) {

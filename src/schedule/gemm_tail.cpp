@@ -1,0 +1,163 @@
+#include "schedule/gemm_tail.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "codegen/cpu/scalar_cpp.h"
+#include "schedule/pointwise_nodes.h"
+#include "support/error.h"
+
+namespace kiln::schedule {
+namespace {
+
+using loops::BinaryOp;
+using loops::ScalarExpr;
+using loops::ScalarKind;
+using loops::UnaryOp;
+
+bool is_f32(const Graph& g, ValueId v) { return v != kNoValue && g.value(v).type.dtype == DType::f32; }
+
+// A constant f32 with one value, broadcast over the output without changing its rank.
+bool scalar_constant(const Graph& g, ValueId v, int out_rank) {
+  const auto& c = g.value(v).constant;
+  return c && is_f32(g, v) && c->numel() == 1 && c->rank() <= out_rank;
+}
+
+// The ops a tail may hold: f32 in, f32 out, elementwise.
+bool tail_op(OpKind op) {
+  switch (op) {
+    case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
+    case OpKind::Reciprocal: case OpKind::Relu: case OpKind::Sigmoid: case OpKind::Tanh: case OpKind::Erf:
+    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow: case OpKind::Max:
+    case OpKind::Min:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+// The tail as one scalar expression: load 0 is the running value, load i + 1 tail operand i.
+ScalarExpr tail_expr(const Graph& g, const LibraryGroup& grp) {
+  ScalarExpr cur = loops::load(0, loops::Expr::constant(0), DType::f32);
+  ValueId running = kNoValue;  // the value `cur` stands for
+  size_t next_operand = 0;
+  for (size_t t = 0; t < grp.tail.size(); ++t) {
+    const Node& n = g.nodes[size_t(grp.tail[t])];
+    std::vector<ScalarExpr> in;
+    const ValueId prev = t == 0 ? grp.tail_input : running;
+    for (ValueId v : n.inputs) {
+      if (v == prev) {
+        in.push_back(cur);
+      } else if (g.value(v).constant && g.value(v).constant->numel() == 1) {
+        in.push_back(loops::constant(g.value(v).constant->as_double(0), DType::f32));
+      } else {
+        KILN_INTERNAL_CHECK(next_operand < grp.tail_inputs.size(), "gemm tail: more operands than inputs");
+        in.push_back(loops::load(static_cast<int>(++next_operand), loops::Expr::constant(0), DType::f32));
+      }
+    }
+    cur = pointwise_node_expr(n, in);
+    running = n.outputs[0];
+  }
+  return cur;
+}
+
+namespace {
+
+std::string expr_cpp(const ScalarExpr& e, const std::vector<std::string>& loads) {
+  if (e.kind() == ScalarKind::Load) return loads.at(size_t(e.input()));
+  if (e.kind() == ScalarKind::Constant) return codegen::cpu::literal(e.constant_value(), e.dtype());
+  std::vector<std::string> operands;
+  for (const ScalarExpr& o : e.operands()) operands.push_back(expr_cpp(o, loads));
+  return codegen::cpu::operation_cpp(e, operands);
+}
+
+// ONNX semantics in double: Relu keeps NaN, Max and Min return NaN when either side is.
+double expr_fp64(const ScalarExpr& e, const std::vector<double>& loads) {
+  if (e.kind() == ScalarKind::Load) return loads.at(size_t(e.input()));
+  if (e.kind() == ScalarKind::Constant) return e.constant_value();
+  std::vector<double> x;
+  for (const ScalarExpr& o : e.operands()) x.push_back(expr_fp64(o, loads));
+  if (e.kind() == ScalarKind::Unary) {
+    switch (e.unary_op()) {
+      case UnaryOp::Neg: return -x[0];
+      case UnaryOp::Abs: return std::fabs(x[0]);
+      case UnaryOp::Exp: return std::exp(x[0]);
+      case UnaryOp::Log: return std::log(x[0]);
+      case UnaryOp::Sqrt: return std::sqrt(x[0]);
+      case UnaryOp::Reciprocal: return 1.0 / x[0];
+      case UnaryOp::Relu: return x[0] < 0 ? 0.0 : x[0];
+      case UnaryOp::Sigmoid: return 1.0 / (1.0 + std::exp(-x[0]));
+      case UnaryOp::Tanh: return std::tanh(x[0]);
+      case UnaryOp::Erf: return std::erf(x[0]);
+      default: break;
+    }
+  } else if (e.kind() == ScalarKind::Binary) {
+    const double a = x[0], b = x[1];
+    switch (e.binary_op()) {
+      case BinaryOp::Add: return a + b;
+      case BinaryOp::Sub: return a - b;
+      case BinaryOp::Mul: return a * b;
+      case BinaryOp::Div: return a / b;
+      case BinaryOp::Pow: return std::pow(a, b);
+      case BinaryOp::Max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+      case BinaryOp::Min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+      default: break;
+    }
+  }
+  internal_error("gemm tail: {} has no fp64 form", loops::to_string(e));
+}
+
+}  // namespace
+
+bool tail_operand_per_column(const Graph& g, ValueId operand) {
+  return g.value(operand).constant != nullptr;  // tail_node_ok admits constants only as one value per column
+}
+
+bool tail_node_ok(const Graph& g, const Node& n, ValueId cur, ValueId& out, ValueId& operand) {
+  if (!tail_op(n.op) || n.outputs.size() != 1 || !pointwise_node_supported(g, n)) return false;
+  out = n.outputs[0];
+  const TensorType& type = g.value(cur).type;
+  if (out == kNoValue || !is_f32(g, out) || !(g.value(out).type == type) || type.rank() < 1) return false;
+  if (!type.shape.back().is_static()) return false;
+  const int64_t columns = type.shape.back().value;
+  operand = kNoValue;
+  int uses = 0;
+  for (ValueId v : n.inputs) {
+    if (v == cur) {
+      ++uses;
+      continue;
+    }
+    if (v == kNoValue || !is_f32(g, v) || operand != kNoValue) return false;
+    if (scalar_constant(g, v, type.rank())) continue;
+    const auto& c = g.value(v).constant;
+    if (c) {  // one value per column: [N] or [1, .., N], no more dims than the output
+      if (c->rank() > type.rank() || c->numel() != columns || c->dim(-1) != columns) return false;
+    } else if (!(g.value(v).type == type)) {
+      return false;
+    }
+    operand = v;
+  }
+  return uses == 1;
+}
+
+std::string tail_cpp(const Graph& g, const LibraryGroup& grp, int first_extra) {
+  if (grp.tail.empty()) return "";
+  std::vector<std::string> loads = {"v"};
+  for (size_t i = 0; i < grp.tail_inputs.size(); ++i) {
+    const int x = first_extra + static_cast<int>(i);
+    const ValueId v = grp.inputs.at(size_t(grp.tail_inputs[i]));
+    loads.push_back(tail_operand_per_column(g, v) ? fmt::format("x{}[n]", x) : fmt::format("x{}[(b * M + m) * N + n]", x));
+  }
+  return fmt::format(" v = {};", expr_cpp(tail_expr(g, grp), loads));
+}
+
+double tail_fp64(const loops::ScalarExpr& tail, double v, const std::vector<double>& operands) {
+  std::vector<double> loads = {v};
+  loads.insert(loads.end(), operands.begin(), operands.end());
+  return expr_fp64(tail, loads);
+}
+
+}  // namespace kiln::schedule
