@@ -46,6 +46,16 @@ Graph gemm_trans_b(int64_t m, int64_t k, int64_t n) {
   return b.build();
 }
 
+// Relu(A x W + bias) with A [batch, seq, 160]: symbolic rows.
+Graph symbolic_linear(uint32_t seed) {
+  GraphBuilder b("symbolic");
+  ValueId a = b.input("a", DType::f32, Shape{Dim::sym("batch"), Dim::sym("seq"), Dim::fixed(160)});
+  ValueId w = b.constant("w", random_uniform(DType::f32, {160, 144}, -0.5, 0.5, seed));
+  ValueId bias = b.constant("bias", random_uniform(DType::f32, {144}, -0.5, 0.5, seed + 1));
+  b.output(b.op(OpKind::Relu, {b.op(OpKind::Add, {b.op(OpKind::MatMul, {a, w}), bias})}), "y");
+  return b.build();
+}
+
 Tensor with_specials(Tensor t) {
   float* p = t.data<float>();
   p[3] = std::numeric_limits<float>::quiet_NaN();
@@ -131,12 +141,7 @@ TEST_F(GemmSchedule, GemmWithTransposedWeightsAlphaBetaAndSmallProducts) {
 }
 
 TEST_F(GemmSchedule, SymbolicBatchAndSequenceRunAtTwoSizesOnOnePersistentKernel) {
-  GraphBuilder b("symbolic");
-  ValueId a = b.input("a", DType::f32, Shape{Dim::sym("batch"), Dim::sym("seq"), Dim::fixed(160)});
-  ValueId w = b.constant("w", random_uniform(DType::f32, {160, 144}, -0.5, 0.5, 11));
-  ValueId bias = b.constant("bias", random_uniform(DType::f32, {144}, -0.5, 0.5, 12));
-  b.output(b.op(OpKind::Relu, {b.op(OpKind::Add, {b.op(OpKind::MatMul, {a, w}), bias})}), "y");
-  Graph g = b.build();
+  Graph g = symbolic_linear(11);
   Session s = Session::from_graph(g, Mode::compiled, options("template"));
   EXPECT_EQ(s.stats().autotuned_ops, 1);
   EXPECT_EQ(s.stats().template_kernels, 1);
@@ -163,12 +168,7 @@ TEST_F(GemmSchedule, OpenBlasWithTheEpilogueAsASeparatePass) {
   EXPECT_EQ(t.stats().blas_kernels, 1);
   expect_matches_reference(t, gemm, {{"a", with_specials(random_uniform(DType::f32, {130, 96}, -1, 1, 33))}});
   // Symbolic rows: one pass serves every M.
-  GraphBuilder b("symbolic");
-  ValueId a = b.input("a", DType::f32, Shape{Dim::sym("batch"), Dim::sym("seq"), Dim::fixed(160)});
-  ValueId w = b.constant("w", random_uniform(DType::f32, {160, 144}, -0.5, 0.5, 34));
-  ValueId bias = b.constant("bias", random_uniform(DType::f32, {144}, -0.5, 0.5, 35));
-  b.output(b.op(OpKind::Relu, {b.op(OpKind::Add, {b.op(OpKind::MatMul, {a, w}), bias})}), "y");
-  Graph sym = b.build();
+  Graph sym = symbolic_linear(34);
   Session u = Session::from_graph(sym, Mode::compiled, options("blas"));
   EXPECT_EQ(u.stats().blas_kernels, 1);
   expect_matches_reference(u, sym, {{"a", with_specials(random_uniform(DType::f32, {2, 37, 160}, -1, 1, 36))}});

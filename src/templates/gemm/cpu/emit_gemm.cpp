@@ -106,6 +106,20 @@ bool direct_b(const GemmProblem& p, const GemmConfig& c) {
   return !c.pack_b && !p.b_constant && !p.trans_b && p.n % c.nr == 0;
 }
 
+}  // namespace
+
+std::string extra_input_declarations(const GemmEpilogue& e, std::string_view array) {
+  std::string s;
+  for (size_t i = 0; i < e.extra_inputs.size(); ++i) {
+    DType t = e.extra_inputs[i];
+    std::string ct = t == DType::boolean ? "uint8_t" : codegen::cpu::c_type(t);
+    s += fmt::format("  [[maybe_unused]] const {0}* __restrict x{1} = static_cast<const {0}*>({2}[{1}]);\n", ct, i, array);
+  }
+  return s;
+}
+
+namespace {
+
 // Applies bias, alpha/beta and the body to the finished micro-tile rows [i0, i0+mv) x [j0, j0+nv).
 std::string epilogue_function(const GemmProblem& p, const GemmEpilogue& e) {
   std::string s =
@@ -114,11 +128,7 @@ std::string epilogue_function(const GemmProblem& p, const GemmEpilogue& e) {
       "                                 const int64_t j0, const int64_t nv) {\n"
       "  [[maybe_unused]] const int64_t M = x.M;\n"
       "  float* __restrict Cb = x.C + b * x.sc;\n";
-  for (size_t i = 0; i < e.extra_inputs.size(); ++i) {
-    DType t = e.extra_inputs[i];
-    std::string ct = t == DType::boolean ? "uint8_t" : codegen::cpu::c_type(t);
-    s += fmt::format("  [[maybe_unused]] const {0}* __restrict x{1} = static_cast<const {0}*>(x.extra[{1}]);\n", ct, i);
-  }
+  s += extra_input_declarations(e, "x.extra");
   if (p.bias == GemmProblem::Bias::row) s += "  const float* __restrict bias = x.bias;\n";
   if (p.bias == GemmProblem::Bias::full) s += "  const float* __restrict bias = x.bias + b * x.sbias;\n";
   std::string v = p.alpha == 1.f ? "crow[n]" : fmt::format("{} * crow[n]", f32_literal(p.alpha));

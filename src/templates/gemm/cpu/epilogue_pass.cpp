@@ -28,11 +28,7 @@ codegen::cpu::KernelSource emit_epilogue_pass(const GemmProblem& p, const GemmEp
           "  int threads = nthreads > 0 ? nthreads : omp_get_max_threads();\n"
           "  if (BATCH * M * N < 32768) threads = 1;  // less work than waking a team costs\n"
           "  (void)bias_arg, (void)extra, (void)sbias;\n";
-  for (size_t i = 0; i < e.extra_inputs.size(); ++i) {
-    DType t = e.extra_inputs[i];
-    std::string ct = t == DType::boolean ? "uint8_t" : codegen::cpu::c_type(t);
-    code += fmt::format("  [[maybe_unused]] const {0}* __restrict x{1} = static_cast<const {0}*>(extra[{1}]);\n", ct, i);
-  }
+  code += extra_input_declarations(e, "extra");
   code += "#pragma omp parallel for schedule(static) num_threads(threads)\n"
           "  for (int64_t r = 0; r < BATCH * M; ++r) {\n"
           "    const int64_t b = r / M, m = r % M;\n"

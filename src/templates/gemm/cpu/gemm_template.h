@@ -114,6 +114,10 @@ int vector_floats(const codegen::cpu::CpuFeatures& features);
 std::string check_config(const GemmProblem& problem, const GemmConfig& config,
                          const codegen::cpu::CpuFeatures& features);
 
+// C++ declarations of the epilogue's typed extra pointers x0, x1, ... from the `const void* const*`
+// named `array` (shared by the store hook and the epilogue pass).
+std::string extra_input_declarations(const GemmEpilogue& epilogue, std::string_view array);
+
 // The kernel's source (entry points as above). An invalid problem or config is an InternalError.
 codegen::cpu::KernelSource emit_gemm(const GemmProblem& problem, const GemmConfig& config,
                                      const GemmEpilogue& epilogue, const codegen::cpu::CpuFeatures& features);
