@@ -56,6 +56,7 @@ struct StepProfile {
 struct RunProfile {
   std::vector<StepProfile> steps;  // in execution order
   double total_ms = 0.0;           // the whole run, wall clock
+  int threads = 0;                 // the OpenMP threads the run's kernels had (the threads setting, or every core)
 };
 
 class Session {

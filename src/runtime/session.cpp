@@ -313,6 +313,25 @@ Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
+namespace {
+
+// The `threads` setting for the length of a compile or a run, restored afterwards: OpenMP's thread count
+// belongs to the calling thread, and a program that embeds kiln keeps its own.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int64_t threads) : saved_(omp_get_max_threads()) {
+    if (threads > 0) omp_set_num_threads(static_cast<int>(std::min<int64_t>(threads, 1 << 16)));
+  }
+  ~ThreadScope() { omp_set_num_threads(saved_); }
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace
+
 Session Session::load_onnx(const std::string& path, Mode mode, const Options& options,
                            const std::map<std::string, int64_t>& dims) {
   return from_graph(import_onnx(path, options), mode, options, dims);
@@ -320,6 +339,7 @@ Session Session::load_onnx(const std::string& path, Mode mode, const Options& op
 
 Session Session::from_graph(Graph graph, Mode mode, const Options& options,
                             const std::map<std::string, int64_t>& dims) {
+  const ThreadScope threads(options.threads);  // autotuning measures on the run's thread count
   auto impl = std::make_unique<Impl>();
   impl->mode = mode;
   impl->options = options;
@@ -400,6 +420,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs, RunProfile* profile) const {
   const auto run_start = std::chrono::steady_clock::now();
+  const ThreadScope threads(impl_->options.threads);
   const Graph& g = impl_->graph;
   std::vector<Tensor> slots(g.values.size());
   std::vector<char> present(g.values.size(), 0);
@@ -429,7 +450,10 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   run.max_tensor_bytes = impl_->options.max_tensor_bytes;
   std::vector<const Tensor*> ins;
   const bool timed = impl_->options.debug_on("ops") || profile;
-  if (profile) *profile = RunProfile{};
+  if (profile) {
+    *profile = RunProfile{};
+    profile->threads = omp_get_max_threads();
+  }
   std::vector<double> op_ms(timed ? kNumOps : 0, 0.0);
   std::vector<int> op_count(timed ? kNumOps : 0, 0);
   ArenaLease arena(*impl_);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <omp.h>
+
 #include <thread>
 
 #include "ir/graph.h"
@@ -108,6 +110,31 @@ TEST(Plan, LibraryCallsWriteIntoPlannedBuffers) {
     CloseResult r = all_close(convert_tensor(s.run(in).at("y"), DType::f64), reference.run(in).at("y"), 1e-5, 1e-5);
     EXPECT_TRUE(r.ok) << r.reason;
   }
+}
+
+TEST(Plan, TheThreadsSettingHoldsForTheRunAndIsRestored) {
+  // A program that embeds kiln keeps its own OpenMP thread count; kiln's setting applies inside.
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(3);
+  std::map<std::string, Tensor> in = {{"x", random_uniform(DType::f32, {4, 6}, -1, 1, 5)}};
+  Options one;
+  one.threads = 1;
+  Session s = Session::from_graph(chain_graph(), Mode::compiled, one);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  RunProfile profile;
+  Tensor y1 = s.run(in, &profile).at("y");
+  EXPECT_EQ(profile.threads, 1);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  Options four;
+  four.threads = 4;
+  Tensor y4 = Session::from_graph(chain_graph(), Mode::compiled, four).run(in, &profile).at("y");
+  EXPECT_EQ(profile.threads, 4);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  Session::from_graph(chain_graph(), Mode::compiled, Options{}).run(in, &profile);
+  EXPECT_EQ(profile.threads, 3);  // no setting: the caller's count
+  CloseResult r = all_close(y1, y4, 0, 0);  // elementwise kernels: the same bits on any thread count
+  EXPECT_TRUE(r.ok) << r.reason;
+  omp_set_num_threads(before);
 }
 
 TEST(Plan, RunsThatReuseArenasGiveTheSameResultsAlsoFromManyThreads) {
