@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "autotune/autotuner.h"
+#include "common/temp_dir.h"
 #include "kiln/errors.h"
 
 namespace kiln::autotune::testing {
@@ -20,24 +21,10 @@ namespace fs = std::filesystem;
 
 // A fresh folder under the system temp dir, removed at the end of the test. The database goes in a
 // sub-folder that kiln creates.
-class TempDir {
+class TempDir : public ::kiln::test_common::TempDir {
  public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-autotune-test-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    root_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& root() const { return root_; }
-  fs::path db() const { return root_ / "cache" / kTuningStoreFileName; }
-
- private:
-  fs::path root_;
+  TempDir() : ::kiln::test_common::TempDir("kiln-autotune-test") {}
+  fs::path db() const { return root() / "cache" / kTuningStoreFileName; }
 };
 
 // What a synthetic choice was asked to do, shared with the test after the request owns the choice.

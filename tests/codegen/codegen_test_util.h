@@ -8,6 +8,7 @@
 #include <string>
 
 #include "codegen/cpu/compile_kernels.h"
+#include "common/temp_dir.h"
 #include "codegen/cpu/toolchain.h"
 #include "kiln/options.h"
 
@@ -17,24 +18,10 @@ namespace fs = std::filesystem;
 
 // A fresh folder under the system temp dir, removed with everything in it at the end of the test.
 // The cache itself (root() / "cache") is left for kiln to create.
-class TempDir {
+class TempDir : public ::kiln::test_common::TempDir {
  public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-codegen-test-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    root_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& root() const { return root_; }
-  fs::path cache() const { return root_ / "cache"; }
-
- private:
-  fs::path root_;
+  TempDir() : ::kiln::test_common::TempDir("kiln-codegen-test") {}
+  fs::path cache() const { return root() / "cache"; }
 };
 
 inline Options options_for(const TempDir& dir) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kiln/options.h"
+#include "common/temp_dir.h"
 #include "templates/gemm/cpu/gemm_kernel.h"
 
 namespace kiln::templates::gemm::testing {
@@ -18,28 +19,15 @@ namespace kiln::templates::gemm::testing {
 namespace fs = std::filesystem;
 
 // A fresh folder under the system temp dir holding this process's kernel cache.
-class TempCache {
+class TempCache : public ::kiln::test_common::TempDir {
  public:
-  TempCache() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-gemm-test-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    root_ = pattern;
-  }
-  ~TempCache() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  TempCache(const TempCache&) = delete;
-  TempCache& operator=(const TempCache&) = delete;
+  TempCache() : ::kiln::test_common::TempDir("kiln-gemm-test") {}
   Options options() const {
     Options o;
-    o.cache_dir = (root_ / "cache").string();
+    o.cache_dir = (root() / "cache").string();
     o.compile_jobs = 2;
     return o;
   }
-
- private:
-  fs::path root_;
 };
 
 inline const TempCache& shared_cache() {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/cpu/compile_kernels.h"
+#include "common/temp_dir.h"
 #include "codegen/cpu/emit_pointwise.h"
 #include "kiln/options.h"
 #include "loops/pointwise.h"
@@ -19,29 +20,15 @@ using codegen::cpu::CompiledKernel;
 using codegen::cpu::PointwiseEntry;
 
 // A fresh folder under the system temp dir, removed at the end of the test; the cache goes inside.
-class TempCache {
+class TempCache : public ::kiln::test_common::TempDir {
  public:
-  TempCache() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-pointwise-test-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    root_ = pattern;
-  }
-  ~TempCache() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  TempCache(const TempCache&) = delete;
-  TempCache& operator=(const TempCache&) = delete;
-  const fs::path& root() const { return root_; }
+  TempCache() : ::kiln::test_common::TempDir("kiln-pointwise-test") {}
   Options options() const {
     Options o;
-    o.cache_dir = (root_ / "cache").string();
+    o.cache_dir = (root() / "cache").string();
     o.compile_jobs = 2;
     return o;
   }
-
- private:
-  fs::path root_;
 };
 
 // Emits and compiles the kernels (one compiler run each, in parallel).

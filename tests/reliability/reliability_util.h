@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kiln/options.h"
+#include "common/temp_dir.h"
 #include "kiln/session.h"
 #include "runtime/demo_model.h"
 #include "runtime/inputs.h"
@@ -22,23 +23,9 @@ using Outputs = std::map<std::string, Tensor>;
 using Inputs = std::map<std::string, Tensor>;
 
 // A fresh folder under the system temp dir, removed with everything in it when it goes away.
-class TempDir {
+class TempDir : public ::kiln::test_common::TempDir {
  public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-reliability-test-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    root_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& root() const { return root_; }
-
- private:
-  fs::path root_;
+  TempDir() : ::kiln::test_common::TempDir("kiln-reliability-test") {}
 };
 
 // Options with a cache private to this test binary (made once, removed at exit), so that the demo's
