@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "autotune_test_util.h"
+#include "common/processes.h"
 
 namespace kiln::autotune::testing {
 namespace {
@@ -17,40 +18,13 @@ FakeOp two_choices() {
 
 TEST(ConcurrentTune, ProcessesTuningTheSameKeyAllSucceed) {
   TempDir dir;
-  constexpr int kChildren = 3;
-  int go[2];
-  ASSERT_EQ(::pipe(go), 0);
-  std::fflush(nullptr);
-  std::vector<pid_t> pids;
-  for (int c = 0; c < kChildren; ++c) {
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      ::close(go[1]);
-      char byte;
-      while (::read(go[0], &byte, 1) < 0 && errno == EINTR) {
-      }
-      int code = 1;
-      try {
-        Autotuner tuner(test_options(), dir.db(), ignore_warnings);
-        FakeOp op = two_choices();
-        TuneResult r = tuner.tune(op.request);
-        code = r.winner == "fast" && r.warnings.empty() ? 0 : 2;
-      } catch (...) {
-        code = 3;
-      }
-      ::_exit(code);
-    }
-    pids.push_back(pid);
-  }
-  ::close(go[0]);
-  ::close(go[1]);
-  for (pid_t pid : pids) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status)) << status;
-    EXPECT_EQ(WEXITSTATUS(status), 0);
-  }
+  const std::vector<int> statuses = test_common::run_children_together(3, [&](int) {
+    Autotuner tuner(test_options(), dir.db(), ignore_warnings);
+    FakeOp op = two_choices();
+    TuneResult r = tuner.tune(op.request);
+    return r.winner == "fast" && r.warnings.empty() ? 0 : 2;
+  });
+  for (int status : statuses) EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   Warnings w;
   Autotuner after(test_options(), dir.db(), w.sink());
   FakeOp op = two_choices();

@@ -13,6 +13,7 @@
 
 #include "autotune/tuning_store.h"
 #include "autotune_test_util.h"
+#include "common/processes.h"
 
 namespace kiln::autotune::testing {
 namespace {
@@ -224,40 +225,18 @@ TEST(TuningStore, ThreadsWithTheirOwnConnectionsLoseNothing) {
 TEST(TuningStore, ProcessesWritingAtOnceLoseNothing) {
   TempDir dir;
   constexpr int kChildren = 4, kKeys = 40;
-  int go[2];
-  ASSERT_EQ(::pipe(go), 0);
-  std::fflush(nullptr);
-  std::vector<pid_t> pids;
-  for (int c = 0; c < kChildren; ++c) {
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      // Child: its own connection, opened after the fork; start together on the parent's signal.
-      ::close(go[1]);
-      char byte;
-      while (::read(go[0], &byte, 1) < 0 && errno == EINTR) {
-      }
-      int failed = 0;
-      {
-        TuningStore store(dir.db());
-        for (int i = 0; i < kKeys; ++i) {
-          if (!store.store(sample_key(fmt::format("p={},i={}", c, i)), sample_record(fmt::format("p{}", c)))) ++failed;
-          if (!store.lookup(sample_key(fmt::format("p={},i={}", (c + 1) % kChildren, i / 2)))) {
-            // another child's key may simply not be there yet: reading must just not fail
-          }
-        }
-      }
-      ::_exit(failed == 0 ? 0 : 1);
+  // Each child has its own connection, opened after the fork.
+  const std::vector<int> statuses = test_common::run_children_together(kChildren, [&](int c) {
+    int failed = 0;
+    TuningStore store(dir.db());
+    for (int i = 0; i < kKeys; ++i) {
+      if (!store.store(sample_key(fmt::format("p={},i={}", c, i)), sample_record(fmt::format("p{}", c)))) ++failed;
+      // another child's key may simply not be there yet: reading must just not fail
+      (void)store.lookup(sample_key(fmt::format("p={},i={}", (c + 1) % kChildren, i / 2)));
     }
-    pids.push_back(pid);
-  }
-  ::close(go[0]);
-  ::close(go[1]);  // EOF releases every child at once
-  for (pid_t pid : pids) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-  }
+    return failed == 0 ? 0 : 1;
+  });
+  for (int status : statuses) EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   TuningStore reader(dir.db());
   for (int c = 0; c < kChildren; ++c)
     for (int i = 0; i < kKeys; ++i) {

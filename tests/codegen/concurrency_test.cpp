@@ -10,6 +10,7 @@
 #include "codegen/cpu/file_io.h"
 #include "codegen/cpu/kernel_cache.h"
 #include "codegen_test_util.h"
+#include "common/processes.h"
 
 namespace kiln::codegen::cpu::testing {
 namespace {
@@ -56,42 +57,25 @@ TEST(CompileConcurrency, FourProcessesSameSource) {
   Options o = options_for(dir);
   o.compile_jobs = 1;
   constexpr int kChildren = 4;
-  int go[2], report[2];
-  ASSERT_EQ(::pipe(go), 0);
+  int report[2];
   ASSERT_EQ(::pipe(report), 0);
-  std::fflush(nullptr);
-  std::vector<pid_t> pids;
-  for (int c = 0; c < kChildren; ++c) {
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      // Child: wait for the parent's signal so that all four compile at once, then report what it loaded.
-      ::close(go[1]);
-      char byte;
-      while (::read(go[0], &byte, 1) < 0 && errno == EINTR) {
-      }
-      int code = 0;
-      std::string line;
-      try {
-        std::vector<CompiledKernel> ks = compile_kernels({add_kernel(61)}, o);
-        line = so_digest(ks[0].so_path) + " " + (ks[0].library.find_symbol("kernel_id") ? "ok" : "nosym") + "\n";
-      } catch (const std::exception& e) {
-        line = std::string("error ") + e.what() + "\n";
-        code = 1;
-      }
-      ssize_t written = ::write(report[1], line.data(), line.size());  // one short write: atomic in a pipe
-      ::_exit(written == static_cast<ssize_t>(line.size()) ? code : 2);
+  // All four compile at once, then report what they loaded (a few short lines: the pipe never fills).
+  const std::vector<int> statuses = test_common::run_children_together(kChildren, [&](int) {
+    ::close(report[0]);
+    int code = 0;
+    std::string line;
+    try {
+      std::vector<CompiledKernel> ks = compile_kernels({add_kernel(61)}, o);
+      line = so_digest(ks[0].so_path) + " " + (ks[0].library.find_symbol("kernel_id") ? "ok" : "nosym") + "\n";
+    } catch (const std::exception& e) {
+      line = std::string("error ") + e.what() + "\n";
+      code = 1;
     }
-    pids.push_back(pid);
-  }
-  ::close(go[0]);
-  ::close(go[1]);  // everyone starts
+    ssize_t written = ::write(report[1], line.data(), line.size());  // one short write: atomic in a pipe
+    return written == static_cast<ssize_t>(line.size()) ? code : 2;
+  });
   ::close(report[1]);
-  for (pid_t pid : pids) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-  }
+  for (int status : statuses) EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   std::string reports;
   ASSERT_TRUE(read_all(report[0], reports));
   ::close(report[0]);
