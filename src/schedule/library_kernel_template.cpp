@@ -315,6 +315,12 @@ struct Bench {
     const int64_t all_rows = s.batch * s.rows;  // rows of every matrix, one after another
     const loops::ScalarExpr tail = tail_expr(g, grp);
     std::vector<double> tail_operands(grp.tail_inputs.size());
+    std::vector<const float*> tail_data;  // each operand, and whether it holds one value per column
+    std::vector<bool> tail_per_column;
+    for (int i : grp.tail_inputs) {
+      tail_data.push_back(inputs[size_t(i)]->data<float>());
+      tail_per_column.push_back(tail_operand_per_column(g, grp.inputs[size_t(i)]));
+    }
     for (int64_t r : {int64_t{0}, all_rows / 2, all_rows - 1})
       if (rows.empty() || rows.back() != r) rows.push_back(r);
     for (int64_t r : rows)
@@ -326,10 +332,7 @@ struct Bench {
         double v = activation_fp64(grp.act, s.alpha * acc + (s.bias.empty() ? 0.0 : s.bias[size_t(j)]));
         if (res) v += res[r * s.n + j];
         v = activation_fp64(grp.act_after, v);
-        for (size_t t = 0; t < grp.tail_inputs.size(); ++t) {
-          const Tensor& x = *inputs[size_t(grp.tail_inputs[t])];
-          tail_operands[t] = x.data<float>()[tail_operand_per_column(g, grp.inputs[size_t(grp.tail_inputs[t])]) ? j : r * s.n + j];
-        }
+        for (size_t t = 0; t < tail_data.size(); ++t) tail_operands[t] = tail_data[t][tail_per_column[t] ? j : r * s.n + j];
         want.push_back(grp.tail.empty() ? v : tail_fp64(tail, v, tail_operands));
       }
   }
