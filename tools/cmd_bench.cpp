@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <optional>
 
+#include "backend/cpu/cpu_device.h"
 #include "autotune/tuning_db.h"
 #include "report/bench.h"
 #include "report/html.h"
@@ -110,8 +111,8 @@ json sweeps_for_report(const BenchArgs& a, const Options& options) {
     sweeps.push_back({{"origin", path}, {"sweep", sweep}});
   }
   if (a.sweeps.empty()) {
-    const std::string db = schedule::tuning_db_path(options);
-    if (auto stored = autotune::load_softmax_measurements(db, schedule::routing_device_key(options)))
+    const std::string db = backend::cpu::tuning_db_path(options);
+    if (auto stored = autotune::load_softmax_measurements(db, backend::cpu::device_key(options)))
       sweeps.push_back({{"origin", "the calibration stored for this device in " + db}, {"sweep", *stored}});
   }
   return sweeps;

@@ -17,6 +17,7 @@
 // The routed choice per width is what a session runs under the derived thresholds
 // (schedule::route_by_width): the library for short rows, per-row fused, split-row fused from
 // max_fused_width + 1 (sessions emit softmax kernels with that split width), the library for wide rows.
+#include "backend/cpu/cpu_device.h"
 #include "tools/cmd_sweep.h"
 
 #include "tools/cmd_sweep_gemm.h"
@@ -316,10 +317,10 @@ int sweep_softmax(const SweepArgs& a, Options options) {
   SweepArgs sorted = a;
   sorted.widths = widths;
 
-  const std::string key = schedule::routing_device_key(options);
-  const std::string db = schedule::tuning_db_path(options);
+  const std::string key = backend::cpu::device_key(options);
+  const std::string db = backend::cpu::tuning_db_path(options);
   std::string why_defaults;
-  RoutingThresholds in_use = schedule::device_routing_thresholds(options, &why_defaults);
+  RoutingThresholds in_use = backend::cpu::routing_thresholds(options, &why_defaults);
   std::printf("device: %s\n", key.c_str());
   std::printf("routing now uses: %s%s%s\n", in_use.source.c_str(), why_defaults.empty() ? "" : " (",
               why_defaults.empty() ? "" : (why_defaults + ")").c_str());
@@ -417,7 +418,7 @@ int sweep_softmax(const SweepArgs& a, Options options) {
     autotune::store_softmax_calibration(db, key,
                                         {derived.max_fused_width, derived.library_min_width, derived.library_max_width},
                                         doc);
-    RoutingThresholds now = schedule::device_routing_thresholds(options);
+    RoutingThresholds now = backend::cpu::routing_thresholds(options);
     std::printf("\nstored for this device; routing now uses: %s\n", now.source.c_str());
   } else {
     std::printf("\nnot stored (--store writes these thresholds to %s)\n", db.c_str());

@@ -12,6 +12,7 @@
 // Each candidate is checked against an fp64 product of sampled rows before it may be timed.
 // Every run benchmarks (stored winners are replaced, never reused; autotune_budget_s does not apply):
 // the sweep is a measurement.
+#include "backend/cpu/cpu_device.h"
 #include "tools/cmd_sweep_gemm.h"
 
 #include <fmt/format.h>
@@ -35,7 +36,8 @@
 #include "codegen/cpu/vector_math.h"
 #include "kernels/onednn/fused.h"
 #include "report/html.h"
-#include "schedule/library_kernel.h"
+#include "backend/cpu/library_kernel.h"
+#include "backend/cpu/gemm_epilogue.h"
 #include "schedule/softmax_route.h"
 #include "support/error.h"
 #include "kernels/blas/sgemm.h"
@@ -81,8 +83,8 @@ Shape parse_shape(const std::string& text) {
 }
 
 // GELU in ONNX's erf form, as compiled models' GEMM epilogues compute it.
-const char* gelu_body() { return schedule::activation_cpp(schedule::LibraryActivation::gelu_erf); }
-double gelu(double v) { return schedule::activation_fp64(schedule::LibraryActivation::gelu_erf, v); }
+const char* gelu_body() { return backend::cpu::activation_cpp(schedule::LibraryActivation::gelu_erf); }
+double gelu(double v) { return backend::cpu::activation_fp64(schedule::LibraryActivation::gelu_erf, v); }
 
 // Inputs, the reference rows and the output buffers of one shape.
 struct Workload {
@@ -265,7 +267,7 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
   if (tuner.mode() == autotune::TuneMode::off)
     user_error("sweep gemm: autotune=off measures nothing; use fast (the default) or max");
   const bool exhaustive = tuner.mode() == autotune::TuneMode::max;
-  const std::string device = schedule::routing_device_key(options);
+  const std::string device = backend::cpu::device_key(options);
   std::printf("device: %s; autotune=%s; GFLOP/s counting 2*M*N*K (* = the autotuner's pick)\n", device.c_str(),
               autotune::mode_name(tuner.mode()));
   std::printf("%6s %6s %6s %-9s | %-30s %8s %8s | %8s %8s | %8s | %s\n", "M", "N", "K", "epilogue", "best template",
@@ -280,7 +282,7 @@ int sweep_gemm(const GemmSweepArgs& a, Options options) {
       req.shape_key = fmt::format("M={},N={},K={}", s.m, s.n, s.k);
       req.dtype = "f32";
       req.device_key = device;
-      req.library_versions = schedule::gemm_library_versions();
+      req.library_versions = backend::cpu::gemm_library_versions();
       req.settings_key = autotune::gemm_settings_key(options);
       req.choices = make_choices(w, options, exhaustive, backends, threads);
       if (req.choices.empty()) user_error("sweep gemm: gemm_backends leaves no choice");

@@ -40,7 +40,7 @@
 // Use (one Autotuner per model compile; its budget covers all of that model's tunes):
 //   autotune::Autotuner tuner(options, codegen::cpu::resolve_cache_dir(options) / autotune::kTuningStoreFileName);
 //   autotune::TuneRequest req{.op_signature = "MatMul(A[M,K],B[K,N])+bias", .shape_key = "M=128,K=768,N=768",
-//                             .dtype = "f32", .device_key = schedule::routing_device_key(options),
+//                             .dtype = "f32", .device_key = backend.device_key(options),
 //                             .library_versions = "onednn 2.6.3", .settings_key = autotune::gemm_settings_key(options)};
 //   req.choices.push_back(make_choice({...}));  // choice_helpers.h, or a Choice subclass; [0] = default
 //   autotune::TuneResult r = tuner.tune(req);
@@ -91,7 +91,7 @@ struct TuneRequest {
   std::string op_signature;      // what the op is, e.g. "MatMul(A[M,K],B[K,N])+bias+gelu"
   std::string shape_key;         // its sizes, e.g. "M=128,K=768,N=3072"
   std::string dtype;             // "f32"
-  std::string device_key;        // device_key.h (e.g. schedule's routing_device_key(options))
+  std::string device_key;        // device_key.h (e.g. a Backend's device_key(options))
   std::string library_versions;  // e.g. "onednn 2.6.3"
   std::string settings_key;      // settings that change what the choices do (e.g. gemm_backends, threads)
   std::vector<std::unique_ptr<Choice>> choices;  // choices[0] is the default

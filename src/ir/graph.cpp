@@ -173,4 +173,15 @@ void Graph::remove_dead() {
   nodes = std::move(new_nodes);
 }
 
+int32_t Graph::add_group(std::string kind, std::string label, const std::vector<NodeId>& members) {
+  const auto index = static_cast<int32_t>(groups.size());
+  for (NodeId n : members) {
+    Node& node = nodes.at(static_cast<size_t>(n));
+    KILN_INTERNAL_CHECK(node.group < 0, "fusion group '{}': {} is already in group {}", label, describe(node), node.group);
+    node.group = index;
+  }
+  groups.push_back(FusionGroup{std::move(kind), std::move(label)});
+  return index;
+}
+
 }  // namespace kiln

@@ -76,6 +76,7 @@ struct Node {
   std::vector<ValueId> inputs;   // kNoValue for an omitted optional input
   std::vector<ValueId> outputs;  // kNoValue for an omitted optional output
   std::map<std::string, Attribute, std::less<>> attrs;
+  int32_t group = -1;  // the fusion group (Graph::groups) that computes this node; -1: none
 
   bool has_attr(std::string_view n) const { return attrs.find(n) != attrs.end(); }
   // Typed attribute reads; a present attribute of the wrong kind is a user error naming the node.
@@ -88,6 +89,14 @@ struct Node {
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != kNoValue; }
 };
 
+// A set of nodes a fusion pass made into one kernel: the plan of a compile, recorded in the IR so that
+// it prints and parses back like every other step. `kind` names the pass ("library", "row",
+// "pointwise"), `label` what the kernel computes ("matmul+bias+gelu").
+struct FusionGroup {
+  std::string kind;
+  std::string label;
+};
+
 class Graph {
  public:
   std::string name = "main";
@@ -95,6 +104,7 @@ class Graph {
   std::vector<Node> nodes;        // topological order
   std::vector<ValueId> inputs;    // runtime inputs (not constants)
   std::vector<ValueId> outputs;
+  std::vector<FusionGroup> groups;  // indexed by Node::group
 
   ValueId add_value(std::string name, TensorType type);
   ValueId add_constant(std::string name, Tensor t);
@@ -110,6 +120,8 @@ class Graph {
   std::vector<int> use_counts() const;
   // Drops nodes whose outputs nobody uses and values nobody refers to; keeps ids dense.
   void remove_dead();
+  // Records a fusion group over `nodes` (none already in a group); returns its index.
+  int32_t add_group(std::string kind, std::string label, const std::vector<NodeId>& nodes);
 };
 
 }  // namespace kiln

@@ -333,6 +333,10 @@ class Parser {
       parse_declaration(true);
       return;
     }
+    if (tok_.is_word("group")) {
+      parse_group();
+      return;
+    }
     std::vector<std::string> out_names;
     std::vector<TensorType> out_types;
     if (tok_.kind == TokKind::Value || tok_.is_word("_")) {
@@ -352,7 +356,21 @@ class Parser {
     parse_call(std::move(out_names), std::move(out_types));
   }
 
-  // Op(%a, _) {attr=value, ...} @name
+  // group N = kind "label": N is the next group number.
+  void parse_group() {
+    advance();
+    Token at = tok_;
+    if (tok_.kind != TokKind::Number || parse_int(tok_, "a group number") != static_cast<int64_t>(g_.groups.size()))
+      fail(at, "expected group number {}, found {}", g_.groups.size(), at.describe());
+    advance();
+    expect_punct("=");
+    std::string kind = expect_name("a group kind");
+    if (tok_.kind != TokKind::String) fail(tok_, "expected the group's label as a string, found {}", tok_.describe());
+    g_.groups.push_back(FusionGroup{std::move(kind), tok_.text});
+    advance();
+  }
+
+  // Op(%a, _) {attr=value, ...} @name in N
   void parse_call(std::vector<std::string> out_names, std::vector<TensorType> out_types) {
     if (tok_.kind != TokKind::Ident) fail(tok_, "expected an op name or a value name, found {}", tok_.describe());
     auto op = op_from_name(tok_.text);
@@ -381,11 +399,22 @@ class Parser {
     }
     std::optional<std::string> node_name;
     if (accept_punct("@")) node_name = expect_name("a node name");
+    int32_t group = -1;
+    if (tok_.is_word("in")) {
+      advance();
+      Token at = tok_;
+      int64_t index = tok_.kind == TokKind::Number ? parse_int(tok_, "a group number") : -1;
+      if (index < 0 || index >= static_cast<int64_t>(g_.groups.size()))
+        fail(at, "expected the number of a declared group, found {}", at.describe());
+      group = static_cast<int32_t>(index);
+      advance();
+    }
 
     g_.add_node(*op, std::move(inputs), out_names);
     Node& n = g_.nodes.back();
     if (node_name) n.name = std::move(*node_name);
     n.attrs = std::move(attrs);
+    n.group = group;
     for (size_t i = 0; i < out_names.size(); ++i) {
       if (out_names[i].empty()) continue;
       g_.value(n.outputs[i]).type = std::move(out_types[i]);

@@ -238,6 +238,8 @@ std::string print_graph(const Graph& g, const PrintOptions& o) {
   s += ") {\n";
 
   for (ValueId v : body_constants) s += "  const " + names.ref(v) + constant_text(g.value(v), o) + "\n";
+  for (size_t i = 0; i < g.groups.size(); ++i)
+    s += fmt::format("  group {} = {} {}\n", i, ident_or_quoted(g.groups[i].kind), irtext::quote(g.groups[i].label));
 
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     const Node& n = g.nodes[ni];
@@ -261,6 +263,7 @@ std::string print_graph(const Graph& g, const PrintOptions& o) {
       s += "}";
     }
     if (n.name != fmt::format("{}_{}", op_text(n.op), ni)) s += " @" + ident_or_quoted(n.name);
+    if (n.group >= 0) s += fmt::format(" in {}", n.group);
     s += "\n";
   }
   return s + "}\n";

@@ -4,13 +4,17 @@
 //
 //   graph main(%ids: i64[batch~1,seq~128], %mask: i64[batch,seq]) -> (%logits) {
 //     const %w: f32[2,2] = [1, 2, 3, 4]
-//     %y: f32[batch,seq,2] = MatMul(%x, %w)
-//     %a: f32[batch], %b = Split(%y, _) {axis=0, num_outputs=2} @"split/0"
+//     group 0 = library "matmul+relu"
+//     %y: f32[batch,seq,2] = MatMul(%x, %w) in 0
+//     %r: f32[batch,seq,2] = Relu(%y) in 0
+//     %a: f32[batch], %b = Split(%r, _) {axis=0, num_outputs=2} @"split/0"
 //   }
 //
 // Names that are not plain identifiers are quoted (%"onnx::MatMul_1"); `_` is an omitted optional
 // input or output; a node output without a type has not been inferred yet; `seq~128` is a symbolic dim
 // with a size hint; `@name` is the node name, printed only when it is not the default "{Op}_{index}".
+// `group N = KIND "LABEL"` declares fusion group N (groups are numbered from 0, in order); `in N` puts
+// a node in it (the plan of a compile: Graph::groups).
 // Attributes: 3, 0.5 (floats always carry '.', 'e', nan or inf), "text", [1, 2], [0.5, 1.0],
 // ["a", "b"], ints[] / floats[] / strings[] when empty, and tensors as `f32[2] [1, 2]`.
 // Constants larger than max_inline_elements print as `<elided N bytes fnv=HEX>`, which the parser

@@ -101,6 +101,8 @@ class Verifier {
   void check_nodes() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
+      if (n.group < -1 || n.group >= static_cast<int32_t>(g_.groups.size()))
+        fail(where(i), "is in fusion group {}, but the graph has {} groups", n.group, g_.groups.size());
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         ValueId v = n.inputs[k];
         if (v == kNoValue) continue;

@@ -29,6 +29,10 @@
 
 namespace kiln::loops {
 
+// Rows at least this long are split across threads by default (a router's calibration moves it for
+// softmax-family kernels).
+inline constexpr int64_t kRowSplitMinCols = 32768;
+
 enum class RowReduceKind : uint8_t { Sum, Max, Min };
 std::string_view row_reduce_name(RowReduceKind k);
 

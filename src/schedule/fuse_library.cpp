@@ -10,7 +10,6 @@
 #include <optional>
 
 #include "schedule/gemm_tail.h"
-#include "schedule/library_kernel.h"
 #include "schedule/softmax_route.h"
 #include "support/error.h"
 
@@ -34,7 +33,7 @@ bool conv_attrs_ok(const Node& n, size_t spatial, const std::vector<int64_t>& w)
 
 class Matcher {
  public:
-  // tuned: whether the autotuner will tune a group (worth_tuning), so that kiln's own GEMM code may run
+  // tuned: whether the backend will tune a group (FusionTarget::tunes_gemm), so that kiln's own GEMM code may run
   // it: then a product of two computed operands with no fused consumer still makes a group, and
   // pointwise consumers past the library's post-ops join as the group's tail (gemm_tail.h).
   Matcher(const Graph& g, const std::vector<char>& claimed, std::function<bool(const LibraryGroup&)> tuned = nullptr)
@@ -473,17 +472,14 @@ std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<
   return Matcher(g, claimed).run();
 }
 
-std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed, const Options& options) {
-  std::vector<LibraryGroup> groups =
-      Matcher(g, claimed, [&](const LibraryGroup& grp) { return worth_tuning(g, grp, options); }).run();
-  RoutingPolicy policy = routing_policy(options, device_routing_thresholds(options));
-  std::vector<RoutedNode> routes = route_softmax_nodes(g, policy);
-  if (options.debug_on("route")) std::fputs(explain_routes(g, routes, policy).c_str(), stderr);
+std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed,
+                                              const FusionTarget& target) {
+  std::vector<LibraryGroup> groups = Matcher(g, claimed, target.tunes_gemm).run();
   std::vector<char> taken(g.nodes.size(), 0);
   for (size_t i = 0; i < claimed.size() && i < taken.size(); ++i) taken[i] = claimed[i] != 0;
   for (const LibraryGroup& grp : groups)
     for (NodeId n : grp.nodes) taken[size_t(n)] = 1;
-  for (const RoutedNode& r : routes) {
+  for (const RoutedNode& r : target.routes) {
     if (r.decision.route != SoftmaxRoute::library || taken[size_t(r.site.node)]) continue;
     const Node& n = g.nodes[size_t(r.site.node)];
     LibraryGroup grp;

@@ -6,18 +6,18 @@
 //   an activation: Relu, Tanh, Sigmoid, or GELU in the erf or tanh form exporters emit;
 //   Add of a non-constant tensor of exactly the output's type (a residual);
 //   Relu.
-// With the Options overload, also the softmax-family nodes the router sends to the library
-// (softmax_route.h): the node alone, as a LibraryCore::softmax / log_softmax group; and, for a
-// MatMul / Gemm group the autotuner will tune (kiln's GEMM code may run it), a tail: the pointwise
-// consumers after those post-ops (gemm_tail.h), computed by generated code.
+// With a FusionTarget, also the softmax-family nodes the router sent to the library (softmax_route.h):
+// the node alone, as a LibraryCore::softmax / log_softmax group; and, for a MatMul / Gemm group the
+// backend will tune (kiln's GEMM code may run it), a tail: the pointwise consumers after those
+// post-ops (gemm_tail.h), computed by generated code.
 // Every intermediate value has all of its uses inside the group and is not a graph output. The group
-// runs where its last node stood (build_library_kernel in library_kernel.h makes the call).
+// runs where its last node stood (the backend builds the call: BackendCompile::library_kernel).
 #pragma once
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
-#include "kiln/options.h"
+#include "schedule/fusion_target.h"
 
 namespace kiln::schedule {
 
@@ -57,11 +57,11 @@ struct LibraryGroup {
 // Groups in topological order; no node in two groups; nodes for which claimed[node] != 0 are never
 // taken. A MatMul with non-constant B makes a group only with at least one fused consumer.
 std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed);
-// The same, plus a group for each Softmax / LogSoftmax node whose route (softmax_route.h, from the
-// options' settings) is `library`, and a group for each bare batched MatMul the autotuner would tune
-// (worth_tuning in library_kernel.h: it may win on a GEMM template). With options.debug_on("route"), prints each routed node's
-// decision to stderr. (The overload without options routes no softmax: the fused route.)
-std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed, const Options& options);
+// The same, plus a group for each Softmax / LogSoftmax node whose route in target.routes is `library`,
+// and a group for each bare batched MatMul the backend tunes (target.tunes_gemm: kiln's GEMM code may
+// win on it). (The overload without a target routes no softmax: the fused route.)
+std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed,
+                                              const FusionTarget& target);
 
 const char* activation_name(LibraryActivation a);
 

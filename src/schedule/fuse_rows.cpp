@@ -310,17 +310,16 @@ std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& c
   return Finder(g, claimed).run();
 }
 
-std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& claimed, const Options& options) {
+std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& claimed, const FusionTarget& target) {
   std::vector<char> held(g.nodes.size(), 0);
   for (size_t i = 0; i < claimed.size() && i < held.size(); ++i) held[i] = claimed[i];
-  const RoutingPolicy policy = routing_policy(options, device_routing_thresholds(options));
-  for (const RoutedNode& r : route_softmax_nodes(g, policy))
+  for (const RoutedNode& r : target.routes)
     if (r.decision.route != SoftmaxRoute::fused) held[size_t(r.site.node)] = 1;
   std::vector<RowGroup> groups = Finder(g, held).run();
   for (RowGroup& group : groups)
     for (NodeId n : group.nodes)
       if (g.nodes[size_t(n)].op == OpKind::Softmax || g.nodes[size_t(n)].op == OpKind::LogSoftmax)
-        group.split_min_cols = split_min_width(policy.thresholds);
+        group.split_min_cols = target.softmax_split_width;
   return groups;
 }
 

@@ -25,11 +25,10 @@
 #pragma once
 #include <vector>
 
-#include "codegen/cpu/emit_row.h"
 #include "ir/graph.h"
-#include "kiln/options.h"
 #include "loops/row_kernel.h"
 #include "schedule/fuse_pointwise.h"
+#include "schedule/fusion_target.h"
 
 namespace kiln::schedule {
 
@@ -39,14 +38,14 @@ struct RowGroup {
   ValueId output = kNoValue;
   std::vector<SymbolSource> symbols;  // in kernel_symbols(kernel) order
   loops::RowKernel kernel;
-  // Rows at least this long are split across threads (RowEmitOptions): the router's split width
-  // (softmax_route.h) for a Softmax / LogSoftmax group with options, the emitter's default otherwise.
-  int64_t split_min_cols = codegen::cpu::RowEmitOptions{}.split_min_cols;
+  // Rows at least this long are split across threads: the router's split width (the target's
+  // softmax_split_width) for a Softmax / LogSoftmax group, the default otherwise.
+  int64_t split_min_cols = loops::kRowSplitMinCols;
 };
 
 std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& claimed);
-// The same, with the softmax router (softmax_route.h): a Softmax / LogSoftmax whose route under the
-// options' settings is not `fused` is left alone. (The overload without options fuses every one.)
-std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& claimed, const Options& options);
+// The same, with the router's decisions: a Softmax / LogSoftmax whose route in target.routes is not
+// `fused` is left alone. (The overload without a target fuses every one.)
+std::vector<RowGroup> find_row_groups(const Graph& g, const std::vector<char>& claimed, const FusionTarget& target);
 
 }  // namespace kiln::schedule

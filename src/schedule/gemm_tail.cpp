@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "codegen/cpu/scalar_cpp.h"
 #include "schedule/pointwise_nodes.h"
 #include "support/error.h"
 
@@ -65,14 +64,6 @@ ScalarExpr tail_expr(const Graph& g, const LibraryGroup& grp) {
 }
 
 namespace {
-
-std::string expr_cpp(const ScalarExpr& e, const std::vector<std::string>& loads) {
-  if (e.kind() == ScalarKind::Load) return loads.at(size_t(e.input()));
-  if (e.kind() == ScalarKind::Constant) return codegen::cpu::literal(e.constant_value(), e.dtype());
-  std::vector<std::string> operands;
-  for (const ScalarExpr& o : e.operands()) operands.push_back(expr_cpp(o, loads));
-  return codegen::cpu::operation_cpp(e, operands);
-}
 
 // ONNX semantics in double: Relu keeps NaN, Max and Min return NaN when either side is.
 double expr_fp64(const ScalarExpr& e, const std::vector<double>& loads) {
@@ -141,17 +132,6 @@ bool tail_node_ok(const Graph& g, const Node& n, ValueId cur, ValueId& out, Valu
     operand = v;
   }
   return uses == 1;
-}
-
-std::string tail_cpp(const Graph& g, const LibraryGroup& grp, int first_extra) {
-  if (grp.tail.empty()) return "";
-  std::vector<std::string> loads = {"v"};
-  for (size_t i = 0; i < grp.tail_inputs.size(); ++i) {
-    const int x = first_extra + static_cast<int>(i);
-    const ValueId v = grp.inputs.at(size_t(grp.tail_inputs[i]));
-    loads.push_back(tail_operand_per_column(g, v) ? fmt::format("x{}[n]", x) : fmt::format("x{}[(b * M + m) * N + n]", x));
-  }
-  return fmt::format(" v = {};", expr_cpp(tail_expr(g, grp), loads));
 }
 
 double tail_fp64(const loops::ScalarExpr& tail, double v, const std::vector<double>& operands) {

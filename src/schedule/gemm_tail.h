@@ -20,10 +20,6 @@ bool tail_node_ok(const Graph& g, const Node& n, ValueId cur, ValueId& out, Valu
 // Whether a tail operand is one value per output column (else a full tensor of the output's type).
 bool tail_operand_per_column(const Graph& g, ValueId operand);
 
-// Epilogue statements on `float v` computing the tail: tail operand i (grp.tail_inputs[i]) is the
-// epilogue's extra input x{first_extra + i}, read as x[n] per column or x[(b * M + m) * N + n].
-std::string tail_cpp(const Graph& g, const LibraryGroup& grp, int first_extra);
-
 // The tail as a scalar expression: load 0 is the value before the tail, load i + 1 tail operand i.
 loops::ScalarExpr tail_expr(const Graph& g, const LibraryGroup& grp);
 // That expression in fp64 for one element (ONNX semantics): v before the tail, operands[i] tail

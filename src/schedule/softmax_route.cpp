@@ -2,12 +2,7 @@
 #include "schedule/softmax_route.h"
 
 #include <fmt/format.h>
-#include <omp.h>
 
-#include "autotune/device_key.h"
-#include "autotune/tuning_db.h"
-#include "codegen/cpu/cpu_features.h"
-#include "codegen/cpu/kernel_cache.h"
 
 #include "schedule/row_nodes.h"
 #include "support/error.h"
@@ -52,33 +47,6 @@ WidthRoute route_by_width(int64_t w, const RoutingThresholds& t) {
   return {false, true,
           fmt::format("width {} in ({}, {}): the split-row fused kernel beats the library ({})", w, t.max_fused_width,
                       limit_text(t.library_min_width), t.source)};
-}
-
-std::string routing_device_key(const Options& options) {
-  codegen::cpu::CpuFeatures f = codegen::cpu::detect_cpu_features();
-  const char* tier = f.has_avx512_tier() ? "avx512" : f.has_avx2_tier() ? "avx2" : "baseline";
-  int threads = options.threads > 0 ? static_cast<int>(options.threads) : omp_get_max_threads();
-  return autotune::device_key(autotune::cpu_model_name(), tier, threads);
-}
-
-std::string tuning_db_path(const Options& options) {
-  return (codegen::cpu::resolve_cache_dir(options) / autotune::kTuningFileName).string();
-}
-
-RoutingThresholds device_routing_thresholds(const Options& options, std::string* why) {
-  std::string reason;
-  try {
-    std::string db = tuning_db_path(options);
-    if (auto c = autotune::load_softmax_calibration(db, routing_device_key(options), &reason)) {
-      if (why) why->clear();
-      return RoutingThresholds{c->max_fused_width, c->library_min_width, "calibration " + db, c->library_max_width};
-    }
-    reason = fmt::format("{}: {}", db, reason);
-  } catch (const UserError& e) {  // no cache folder to look in
-    reason = e.what();
-  }
-  if (why) *why = reason;
-  return default_routing_thresholds();
 }
 
 RoutingPolicy routing_policy(const Options& options, RoutingThresholds thresholds) {
@@ -258,11 +226,6 @@ std::string explain_routes(const Graph& g, const std::vector<RoutedNode>& routes
                         width_text(r.site.width), route_name(r.decision.route), r.decision.reason);
   }
   return text;
-}
-
-std::string explain_softmax_routes(const Graph& g, const Options& options) {
-  RoutingPolicy p = routing_policy(options, device_routing_thresholds(options));
-  return explain_routes(g, route_softmax_nodes(g, p), p);
 }
 
 }  // namespace kiln::schedule

@@ -69,17 +69,6 @@ struct WidthRoute {
 // The threshold part of rule 5 for a known width (also what `kiln sweep softmax` marks as routed).
 WidthRoute route_by_width(int64_t width, const RoutingThresholds& t);
 
-// This device's calibration: the thresholds `kiln sweep softmax --store` measured, from the tuning
-// database <cache dir>/tuning.json (autotune/tuning_db.h) under routing_device_key(options), with
-// source "calibration <db path>"; without one (or with an unusable file) the defaults, and `why`
-// (if given) says why no calibration applied. Never throws for a missing or bad database.
-RoutingThresholds device_routing_thresholds(const Options& options, std::string* why = nullptr);
-// "<cpu model> | <feature tier> | <threads> threads": the threads are options.threads, or OpenMP's
-// count when that is 0.
-std::string routing_device_key(const Options& options);
-// <cache dir>/tuning.json (the cache dir as the kernel cache resolves it).
-std::string tuning_db_path(const Options& options);
-
 enum class RouteMode : uint8_t { automatic, fused, library, eager };
 
 // The routing settings of Options, checked, with the thresholds they apply to.
@@ -122,7 +111,4 @@ std::vector<RoutedNode> route_softmax_nodes(const Graph& g, const RoutingPolicy&
 // One line per routed node ("route: node 'sm' Softmax width 768 -> library: ..."), after a line
 // naming the thresholds and their source. For KILN_DEBUG=route and `kiln compile --explain`.
 std::string explain_routes(const Graph& g, const std::vector<RoutedNode>& routes, const RoutingPolicy& policy);
-// routing_policy(options) + route_softmax_nodes + explain_routes.
-std::string explain_softmax_routes(const Graph& g, const Options& options);
-
 }  // namespace kiln::schedule

@@ -15,6 +15,9 @@ struct BadText {
 
 const BadText kBadTexts[] = {
     {"", "1:1:", "expected 'graph'"},
+    {"graph g(%x: f32[2]) -> (%y) {\n  %y = Relu(%x) in 0\n}", "2:20:", "expected the number of a declared group"},
+    {"graph g(%x: f32[2]) -> (%x) {\n  group 1 = row \"r\"\n}", "2:9:", "expected group number 0"},
+    {"graph g(%x: f32[2]) -> (%x) {\n  group 0 = row r\n}", "2:17:", "expected the group's label as a string"},
     {"graph g(%x: f32[2]) -> (%x) {\n  %y = NoSuchOp(%x)\n}", "2:8:", "unknown op 'NoSuchOp'"},
     {"graph g(%x: f99[2]) -> (%x) {}", "1:13:", "unknown dtype 'f99'"},
     {"graph g(%x: f32[2]) -> (%y) {\n  %y = Relu(%x)\n  %y = Neg(%x)\n}", "3:3:", "defined twice"},

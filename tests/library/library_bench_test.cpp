@@ -52,7 +52,7 @@ void compare_pattern(const std::string& name, const Graph& g) {
   std::map<ValueId, Tensor> in;
   for (ValueId v : grp.inputs)
     if (!g.value(v).constant) in[v] = random_f32(static_dims(g.value(v).type.shape), rng);
-  auto kernel = schedule::build_library_kernel(g, grp, Options{});
+  auto kernel = backend::cpu::build_library_kernel(g, grp, Options{});
   auto ins = kernel_inputs(g, grp, in);
   auto [fused, eager] = paired_median_ms(
       20, [&] { kernel->run(ins, int64_t{1} << 34); }, [&] { run_nodes(g, grp, in, false); });
@@ -85,7 +85,7 @@ TEST(LibraryBench, Patterns) {
       std::map<ValueId, Tensor> in;
       for (ValueId v : groups[k].inputs)
         if (!g.value(v).constant) in[v] = random_f32(static_dims(g.value(v).type.shape), rng);
-      auto kernel = schedule::build_library_kernel(g, groups[k], Options{});
+      auto kernel = backend::cpu::build_library_kernel(g, groups[k], Options{});
       auto ins = kernel_inputs(g, groups[k], in);
       auto [fused, eager] = paired_median_ms(
           20, [&] { kernel->run(ins, int64_t{1} << 34); }, [&] { run_nodes(g, groups[k], in, false); });
@@ -98,7 +98,7 @@ TEST(LibraryBench, Patterns) {
 
 // Runs g node by node; a group's kernel runs at its last node and its other nodes are skipped.
 std::vector<Tensor> run_graph(const Graph& g, const std::vector<LibraryGroup>& groups,
-                              const std::vector<std::unique_ptr<schedule::LibraryKernel>>& kernels,
+                              const std::vector<std::unique_ptr<backend::cpu::LibraryKernel>>& kernels,
                               const std::map<std::string, Tensor>& inputs) {
   std::vector<int> at(g.nodes.size(), -1);
   std::vector<char> skip(g.nodes.size(), 0);
@@ -144,18 +144,18 @@ void bench_model(const std::string& model, const std::map<std::string, int64_t>&
   prepare_graph(g, dims, o);
   auto groups = groups_of(g);
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::unique_ptr<schedule::LibraryKernel>> kernels;
+  std::vector<std::unique_ptr<backend::cpu::LibraryKernel>> kernels;
   size_t grouped = 0;
   std::map<std::string, int> labels;
   for (const auto& grp : groups) {
-    kernels.push_back(schedule::build_library_kernel(g, grp, o));
+    kernels.push_back(backend::cpu::build_library_kernel(g, grp, o));
     grouped += grp.nodes.size();
     ++labels[grp.label];
   }
   double build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   auto inputs = make_inputs(g, {}, 4);
   std::vector<LibraryGroup> none;
-  std::vector<std::unique_ptr<schedule::LibraryKernel>> no_kernels;
+  std::vector<std::unique_ptr<backend::cpu::LibraryKernel>> no_kernels;
   std::vector<Tensor> want = run_graph(g, none, no_kernels, inputs);
   std::vector<Tensor> got = run_graph(g, groups, kernels, inputs);
   for (size_t i = 0; i < want.size(); ++i) {

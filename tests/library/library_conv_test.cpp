@@ -114,7 +114,7 @@ TEST(LibraryConv, SymbolicBatchIncludingZero) {
   b.output(b.op(OpKind::Relu, {b.op(OpKind::Conv, {x, w, bias}, {{"pads", {1, 1, 1, 1}}})}), "y");
   Graph g = inferred(b);
   auto grp = groups_of(g).at(0);
-  auto kernel = schedule::build_library_kernel(g, grp, Options{});
+  auto kernel = backend::cpu::build_library_kernel(g, grp, Options{});
   std::mt19937 rng(4);
   for (int64_t n : {1, 3, 0, 2}) {
     std::map<ValueId, Tensor> in{{x, random_f32({n, 3, 6, 6}, rng, 0.01)}};
@@ -131,7 +131,7 @@ TEST(LibraryConv, FourThreadsAtOnce) {
   auto groups = groups_of(g);
   ASSERT_EQ(groups.size(), 2u);
   const LibraryGroup& grp = groups[1];
-  auto kernel = schedule::build_library_kernel(g, grp, Options{});
+  auto kernel = backend::cpu::build_library_kernel(g, grp, Options{});
   std::mt19937 rng(29);
   std::vector<std::map<ValueId, Tensor>> inputs;
   std::vector<Tensor> expected;

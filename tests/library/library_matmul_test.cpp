@@ -131,7 +131,7 @@ TEST(LibraryMatmul, SymbolicRowsAndZeroSize) {
   b.output(b.op(OpKind::Relu, {y}), "y");
   Graph g = inferred(b);
   auto grp = groups_of(g).at(0);
-  auto kernel = schedule::build_library_kernel(g, grp, Options{});
+  auto kernel = backend::cpu::build_library_kernel(g, grp, Options{});
   std::mt19937 rng(3);
   for (std::vector<int64_t> dims : {std::vector<int64_t>{1, 1, 9}, std::vector<int64_t>{2, 17, 9},
                                     std::vector<int64_t>{3, 1, 9}, std::vector<int64_t>{0, 5, 9},
@@ -168,7 +168,7 @@ TEST(LibraryMatmul, FourThreadsAtOnceGiveTheSingleThreadResults) {
   LinearSpec s{.a_dims = {37, 64}, .N = 48, .act = Act::relu, .residual = true, .relu_after = true, .seed = 9};
   Graph g = linear_graph(s);
   auto grp = groups_of(g).at(0);
-  auto kernel = schedule::build_library_kernel(g, grp, Options{});
+  auto kernel = backend::cpu::build_library_kernel(g, grp, Options{});
   std::mt19937 rng(21);
   std::vector<std::map<ValueId, Tensor>> inputs;
   std::vector<Tensor> expected;

@@ -14,7 +14,7 @@
 #include "passes/passes.h"
 #include "runtime/node_runner.h"
 #include "schedule/fuse_library.h"
-#include "schedule/library_kernel.h"
+#include "backend/cpu/library_kernel.h"
 
 namespace kiln::library_test {
 
@@ -93,7 +93,7 @@ inline std::vector<const Tensor*> kernel_inputs(const Graph& g, const LibraryGro
 }
 
 inline Tensor run_fused(const Graph& g, const LibraryGroup& grp, const std::map<ValueId, Tensor>& given) {
-  auto k = schedule::build_library_kernel(g, grp, Options{});
+  auto k = backend::cpu::build_library_kernel(g, grp, Options{});
   return k->run(kernel_inputs(g, grp, given), int64_t{1} << 32);
 }
 

@@ -13,6 +13,7 @@
 #include <limits>
 #include <omp.h>
 
+#include "backend/cpu/cpu_backend.h"
 #include "codegen/cpu/compile_kernels.h"
 #include "codegen/cpu/emit_row.h"
 #include "kernels/onednn/softmax.h"
@@ -20,7 +21,7 @@
 #include "runtime/node_runner.h"
 #include "schedule/fuse_library.h"
 #include "schedule/fuse_rows.h"
-#include "schedule/library_kernel.h"
+#include "backend/cpu/library_kernel.h"
 
 namespace kiln::routing_test {
 namespace {
@@ -96,10 +97,11 @@ TEST(RouteBench, SoftmaxRoutesByWidth) {
     std::vector<const void*> ins{x.raw()};
     auto* fn_rows = reinterpret_cast<codegen::cpu::RowEntry*>(built[2 * i].entry(sources[2 * i].name));
     auto* fn_split = reinterpret_cast<codegen::cpu::RowEntry*>(built[2 * i + 1].entry(sources[2 * i + 1].name));
-    auto lib_groups = schedule::find_library_groups(g, std::vector<char>(g.nodes.size(), 0),
-                                                    options_with({{"softmax_route", "library"}}));
+    auto lib_groups = schedule::find_library_groups(
+        g, std::vector<char>(g.nodes.size(), 0),
+        backend::cpu::fusion_target(g, options_with({{"softmax_route", "library"}})));
     ASSERT_EQ(lib_groups.size(), 1u);
-    auto lib = schedule::build_library_kernel(g, lib_groups[0], Options{});
+    auto lib = backend::cpu::build_library_kernel(g, lib_groups[0], Options{});
     const Node& node = g.nodes[size_t(lib_groups[0].core_node)];
     NodeRunOptions eager;
     std::vector<double> ms = interleaved_medians(

@@ -4,6 +4,8 @@
 // compiled here.
 #include <gtest/gtest.h>
 
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_device.h"
 #include "routing_test_util.h"
 #include "schedule/fuse_library.h"
 #include "schedule/fuse_pointwise.h"
@@ -36,11 +38,11 @@ Placement place(const Graph& g, const std::map<std::string, std::string>& settin
       p.softmax_claimed |= op == OpKind::Softmax || op == OpKind::LogSoftmax;
     }
   };
-  for (const auto& grp : schedule::find_library_groups(g, claimed, o)) {
+  for (const auto& grp : schedule::find_library_groups(g, claimed, backend::cpu::fusion_target(g, o))) {
     claim(grp.nodes);
     ++p.library;
   }
-  for (const auto& grp : schedule::find_row_groups(g, claimed, o)) {
+  for (const auto& grp : schedule::find_row_groups(g, claimed, backend::cpu::fusion_target(g, o))) {
     claim(grp.nodes);
     ++p.row;
   }
@@ -174,8 +176,9 @@ TEST(RouterGraph, LogSoftmaxPlacement) {
   p = place(g, {{"log_softmax_library_fallback", "1"}});
   EXPECT_EQ(p.library, 1);
   EXPECT_EQ(p.row, 0);
-  auto groups = schedule::find_library_groups(g, std::vector<char>(g.nodes.size(), 0),
-                                              options_with({{"log_softmax_library_fallback", "1"}}));
+  auto groups = schedule::find_library_groups(
+      g, std::vector<char>(g.nodes.size(), 0),
+      backend::cpu::fusion_target(g, options_with({{"log_softmax_library_fallback", "1"}})));
   ASSERT_EQ(groups.size(), 1u);
   EXPECT_EQ(groups[0].core, schedule::LibraryCore::log_softmax);
   EXPECT_EQ(groups[0].label, "log_softmax");
@@ -185,8 +188,9 @@ TEST(RouterGraph, LogSoftmaxPlacement) {
 TEST(RouterGraph, ClaimedNodesAreLeftAlone) {
   Graph g = softmax_graph({Dim::fixed(4), Dim::fixed(50000)});
   std::vector<char> claimed(g.nodes.size(), 1);
-  EXPECT_TRUE(schedule::find_library_groups(g, claimed, options_with()).empty());
-  EXPECT_TRUE(schedule::find_row_groups(g, claimed, options_with({{"softmax_route", "fused"}})).empty());
+  EXPECT_TRUE(schedule::find_library_groups(g, claimed, backend::cpu::fusion_target(g, options_with())).empty());
+  EXPECT_TRUE(schedule::find_row_groups(g, claimed, backend::cpu::fusion_target(g, options_with({{"softmax_route", "fused"}})))
+                  .empty());
 }
 
 TEST(RouterGraph, ExplainNamesEachNodeWidthRouteAndReason) {
@@ -196,32 +200,32 @@ TEST(RouterGraph, ExplainNamesEachNodeWidthRouteAndReason) {
   b.output(b.op(OpKind::Softmax, {x}, {{"axis", -1}}, "wide_sm"), "y");
   b.output(b.op(OpKind::LogSoftmax, {z}, {{"axis", -1}}, "sym_lsm"), "y2");
   Graph g = inferred(b);
-  std::string text = schedule::explain_softmax_routes(g, options_with());
+  std::string text = backend::cpu::explain_softmax_routes(g, options_with());
   EXPECT_NE(text.find("thresholds: library up to 0, fused up to 32767 (split rows above), library from never (defaults)"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("node 'wide_sm' Softmax width 50000 -> fused: width 50000 in (32767, never): the split-row fused kernel"), std::string::npos)
       << text;
   EXPECT_NE(text.find("node 'sym_lsm' LogSoftmax width symbolic -> fused"), std::string::npos) << text;
-  std::string limited = schedule::explain_softmax_routes(g, options_with({{"softmax_max_fuse_width", "4096"}}));
+  std::string limited = backend::cpu::explain_softmax_routes(g, options_with({{"softmax_max_fuse_width", "4096"}}));
   EXPECT_NE(limited.find("node 'wide_sm' Softmax width 50000 -> library: width 50000 >= library width 4097 "
                          "(setting softmax_max_fuse_width)"),
             std::string::npos)
       << limited;
 
-  // KILN_DEBUG=route prints the same when the library groups are found.
+  // KILN_DEBUG=route prints the same when a compile routes (once), and nothing without it.
   ::testing::internal::CaptureStderr();
-  schedule::find_library_groups(g, std::vector<char>(g.nodes.size(), 0), options_with({{"debug", "route"}}));
+  Session::from_graph(g, Mode::compiled, options_with({{"debug", "route"}}));
   std::string printed = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(printed, text);
+  EXPECT_EQ(printed, "# route_softmax\n" + text);
   ::testing::internal::CaptureStderr();
-  schedule::find_library_groups(g, std::vector<char>(g.nodes.size(), 0), options_with());
+  Session::from_graph(g, Mode::compiled, options_with());
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 
-  text = schedule::explain_softmax_routes(g, options_with({{"softmax_max_fuse_width", "100000"}}));
+  text = backend::cpu::explain_softmax_routes(g, options_with({{"softmax_max_fuse_width", "100000"}}));
   EXPECT_NE(text.find("(setting softmax_max_fuse_width)"), std::string::npos) << text;
   EXPECT_NE(text.find("node 'wide_sm' Softmax width 50000 -> fused"), std::string::npos) << text;
-  EXPECT_EQ(schedule::explain_softmax_routes(scaled_softmax_graph({Dim::fixed(1), Dim::fixed(2)}), options_with())
+  EXPECT_EQ(backend::cpu::explain_softmax_routes(scaled_softmax_graph({Dim::fixed(1), Dim::fixed(2)}), options_with())
                 .find("Mul"),
             std::string::npos);
 }

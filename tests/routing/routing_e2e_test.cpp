@@ -5,6 +5,8 @@
 // kernel cache is private to this process.
 #include <gtest/gtest.h>
 
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_device.h"
 #include "autotune/tuning_db.h"
 #include "routing_test_util.h"
 #include "schedule/fuse_rows.h"
@@ -87,10 +89,11 @@ TEST(RoutingEndToEnd, CalibrationMovesTheSplitWidthAndSendsShortRowsToTheLibrary
   // 64 columns, rows split across threads from 1024.
   Options o = options_with();
   o.cache_dir = (ProcessCache::root() / "calibrated").string();
-  autotune::store_softmax_calibration(schedule::tuning_db_path(o), schedule::routing_device_key(o),
+  autotune::store_softmax_calibration(backend::cpu::tuning_db_path(o), backend::cpu::device_key(o),
                                       {1023, schedule::kNeverWidth, 64});
   Graph mid = softmax_graph({Dim::fixed(5), Dim::fixed(2048)});
-  std::vector<schedule::RowGroup> groups = schedule::find_row_groups(mid, std::vector<char>(mid.nodes.size(), 0), o);
+  std::vector<schedule::RowGroup> groups = schedule::find_row_groups(mid, std::vector<char>(mid.nodes.size(), 0),
+                                                                     backend::cpu::fusion_target(mid, o));
   ASSERT_EQ(groups.size(), 1u);
   EXPECT_EQ(groups[0].split_min_cols, 1024);
   SessionPair split = sessions(mid, o);
@@ -103,7 +106,9 @@ TEST(RoutingEndToEnd, CalibrationMovesTheSplitWidthAndSendsShortRowsToTheLibrary
   expect_matches_reference(library, {{"x", rows_input(9, 48, 7)}}, "calibrated short rows");
   // Without the calibration the same graph stays fused and keeps the default split width.
   expect_stats(sessions(narrow, options_with()).compiled, {0, 1}, "defaults, width 48");
-  EXPECT_EQ(schedule::find_row_groups(mid, std::vector<char>(mid.nodes.size(), 0), options_with())[0].split_min_cols,
+  EXPECT_EQ(schedule::find_row_groups(mid, std::vector<char>(mid.nodes.size(), 0),
+                                      backend::cpu::fusion_target(mid, options_with()))[0]
+                .split_min_cols,
             32768);
 }
 

@@ -4,6 +4,7 @@
 // private to this process.
 #include <gtest/gtest.h>
 
+#include "backend/cpu/cpu_backend.h"
 #include "../routing/routing_test_util.h"
 #include "schedule/fuse_rows.h"
 #include "support/error.h"
@@ -71,7 +72,7 @@ void expect_one_fused_kernel(const Session& s, const std::string& what) {
 
 TEST(LogSoftmaxGather, TheGroupEndsInTheGatherAndReadsOneColumnPerRow) {
   Graph g = lsg_graph({Shape{Dim::sym("n"), Dim::sym("w")}});
-  std::vector<schedule::RowGroup> groups = schedule::find_row_groups(g, {}, options_with());
+  std::vector<schedule::RowGroup> groups = schedule::find_row_groups(g, {}, backend::cpu::fusion_target(g, options_with()));
   ASSERT_EQ(groups.size(), 1u);
   EXPECT_EQ(groups[0].nodes.size(), 2u);
   EXPECT_EQ(groups[0].output, g.outputs[0]);

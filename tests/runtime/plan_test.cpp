@@ -13,7 +13,7 @@
 #include "ops/node_runner.h"
 #include "passes/passes.h"
 #include "runtime/compare.h"
-#include "runtime/plan.h"
+#include "compiler/plan.h"
 
 namespace kiln {
 namespace {
@@ -32,16 +32,16 @@ Graph chain_graph() {
 
 struct Planned {
   Graph g;
-  std::vector<runtime::Step> steps;
-  runtime::MemoryPlan memory;
+  std::vector<compiler::Step> steps;
+  compiler::MemoryPlan memory;
 };
 
 Planned plan(Graph g) {
   infer_shapes(g, Options{});
   Planned p;
   std::vector<int> step_of_node;
-  p.steps = runtime::make_steps(g, {}, step_of_node);
-  p.memory = runtime::plan_memory(g, p.steps);
+  p.steps = compiler::make_steps(g, {}, step_of_node);
+  p.memory = compiler::plan_memory(g, p.steps);
   p.g = std::move(g);
   return p;
 }
@@ -52,7 +52,7 @@ TEST(Plan, DeadBuffersAreReusedAndViewsShareTheirInput) {
   Planned p = plan(chain_graph());
   const Graph& g = p.g;
   ASSERT_EQ(p.steps.size(), 5u);
-  EXPECT_EQ(p.steps[3].kind, runtime::StepKind::view);
+  EXPECT_EQ(p.steps[3].kind, compiler::StepKind::view);
   ValueId a = node_output(g, 0), b = node_output(g, 1), c = node_output(g, 2), d = node_output(g, 3);
   ValueId y = node_output(g, 4);
   // a dies when Neg has run, so Tanh's c takes a's slot; b and c are live together.
@@ -63,7 +63,7 @@ TEST(Plan, DeadBuffersAreReusedAndViewsShareTheirInput) {
   EXPECT_EQ(p.memory.slot_of[size_t(y)], -1);  // a graph output leaves the run: never planned
   EXPECT_EQ(p.memory.slot_bytes.size(), 2u);
   EXPECT_EQ(p.memory.planned_bytes, 3 * 24 * 4);
-  runtime::PlanStats st = runtime::plan_stats(g, p.steps, p.memory);
+  compiler::PlanStats st = compiler::plan_stats(g, p.steps, p.memory);
   EXPECT_EQ(st.kernels, 4);
   EXPECT_EQ(st.views, 1);
   EXPECT_EQ(st.bytes_moved, 8 * 24 * 4);  // 4 kernels, each reads and writes 96 bytes
@@ -86,7 +86,7 @@ TEST(Plan, SymbolicSizesAreAllocatedAtRunTime) {
   b.output(b.op(OpKind::Neg, {b.op(OpKind::Exp, {x})}), "y");
   Planned p = plan(b.build());
   EXPECT_EQ(p.memory.slot_of[size_t(node_output(p.g, 0))], -1);
-  EXPECT_EQ(runtime::plan_stats(p.g, p.steps, p.memory).bytes_moved, -1);
+  EXPECT_EQ(compiler::plan_stats(p.g, p.steps, p.memory).bytes_moved, -1);
 }
 
 TEST(Plan, LibraryCallsWriteIntoPlannedBuffers) {

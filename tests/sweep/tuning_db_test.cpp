@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cpu/cpu_device.h"
 #include "autotune/device_key.h"
 #include "autotune/tuning_db.h"
 #include "kiln/errors.h"
@@ -107,7 +108,7 @@ TEST_F(TuningDb, CorruptOrForeignFilesAreIgnoredThenReplaced) {
     // The router keeps its defaults and says why.
     Options o = options();
     std::string router_why;
-    schedule::RoutingThresholds t = schedule::device_routing_thresholds(o, &router_why);
+    schedule::RoutingThresholds t = backend::cpu::routing_thresholds(o, &router_why);
     EXPECT_EQ(t.source, "defaults") << text;
     EXPECT_NE(router_why.find(db.string()), std::string::npos) << router_why;
     // A store replaces the unusable file.
@@ -120,30 +121,30 @@ TEST_F(TuningDb, CorruptOrForeignFilesAreIgnoredThenReplaced) {
   fs::remove(db);
   fs::create_directories(db);
   EXPECT_FALSE(load_softmax_calibration(db, "dev"));
-  EXPECT_EQ(schedule::device_routing_thresholds(options()).source, "defaults");
+  EXPECT_EQ(backend::cpu::routing_thresholds(options()).source, "defaults");
   EXPECT_THROW(store_softmax_calibration(db, "dev", {1, 2}), UserError);
 }
 
 TEST_F(TuningDb, RouterReadsThisDevicesCalibration) {
   Options o = options();
   std::string why;
-  EXPECT_EQ(schedule::device_routing_thresholds(o, &why).source, "defaults");
+  EXPECT_EQ(backend::cpu::routing_thresholds(o, &why).source, "defaults");
   EXPECT_NE(why.find("no file"), std::string::npos) << why;
-  EXPECT_EQ(schedule::tuning_db_path(o), db.string());
-  const std::string key = schedule::routing_device_key(o);
+  EXPECT_EQ(backend::cpu::tuning_db_path(o), db.string());
+  const std::string key = backend::cpu::device_key(o);
   EXPECT_NE(key.find(autotune::cpu_model_name()), std::string::npos) << key;
   EXPECT_NE(key.find("threads"), std::string::npos) << key;
   // Another thread count is another device.
   Options three = o;
   three.threads = 3;
-  EXPECT_NE(schedule::routing_device_key(three), schedule::routing_device_key([&] {
+  EXPECT_NE(backend::cpu::device_key(three), backend::cpu::device_key([&] {
               Options four = o;
               four.threads = 4;
               return four;
             }()));
 
   store_softmax_calibration(db, key, {1023, 1024});
-  schedule::RoutingThresholds t = schedule::device_routing_thresholds(o, &why);
+  schedule::RoutingThresholds t = backend::cpu::routing_thresholds(o, &why);
   EXPECT_EQ(t.source, "calibration " + db.string());
   EXPECT_TRUE(why.empty()) << why;
   EXPECT_EQ(t.max_fused_width, 1023);
@@ -160,11 +161,11 @@ TEST_F(TuningDb, RouterReadsThisDevicesCalibration) {
   EXPECT_EQ(d.route, schedule::SoftmaxRoute::library);
   EXPECT_NE(d.reason.find("calibration " + db.string()), std::string::npos) << d.reason;
   // Another thread count finds no calibration.
-  EXPECT_EQ(schedule::device_routing_thresholds(three).source, "defaults");
+  EXPECT_EQ(backend::cpu::routing_thresholds(three).source, "defaults");
 
   // A short-row library width round-trips; files without one (older) read as none.
   store_softmax_calibration(db, key, {1023, 4096, 64});
-  t = schedule::device_routing_thresholds(o);
+  t = backend::cpu::routing_thresholds(o);
   EXPECT_EQ(t.library_max_width, 64);
   p = schedule::routing_policy(o, t);
   site.width = 64;

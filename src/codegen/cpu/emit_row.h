@@ -51,7 +51,7 @@ namespace kiln::codegen::cpu {
 
 struct RowEmitOptions {
   int64_t parallel_threshold = 32768;  // elements; smaller per-row kernels run on the calling thread
-  int64_t split_min_cols = 32768;      // rows at least this long are split across threads
+  int64_t split_min_cols = loops::kRowSplitMinCols;  // rows at least this long are split across threads
   int64_t split_part_cols = 16384;     // columns per part of a split row
   int64_t accumulator_bytes = 256;     // lanes per reduction (a power of two number of elements)...
   int64_t short_row_cols = 384;        // ...and for rows shorter than this (per-row path only)

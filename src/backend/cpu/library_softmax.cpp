@@ -1,9 +1,9 @@
 // The library route of Softmax / LogSoftmax (softmax_route.h): the node alone through oneDNN's
 // softmax primitive, on the tensor's plain layout viewed as [outer, axis, inner].
 #include "kernels/onednn/softmax.h"
-#include "schedule/library_kernel_detail.h"
+#include "backend/cpu/library_kernel_detail.h"
 
-namespace kiln::schedule::library_detail {
+namespace kiln::backend::cpu::library_detail {
 namespace {
 
 class SoftmaxKernel final : public KernelBase {
@@ -43,4 +43,4 @@ std::unique_ptr<LibraryKernel> make_softmax_kernel(const Graph& g, const Library
   return std::make_unique<SoftmaxKernel>(g, grp);
 }
 
-}  // namespace kiln::schedule::library_detail
+}  // namespace kiln::backend::cpu::library_detail

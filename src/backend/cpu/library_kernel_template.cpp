@@ -13,13 +13,16 @@
 #include "autotune/autotuner.h"
 #include "autotune/choice_helpers.h"
 #include "codegen/cpu/cpu_features.h"
+#include "backend/cpu/gemm_epilogue.h"
 #include "schedule/gemm_tail.h"
-#include "schedule/library_kernel_detail.h"
+#include "backend/cpu/library_kernel_detail.h"
 #include "kernels/blas/sgemm.h"
 #include "templates/gemm/cpu/epilogue_pass.h"
 #include "templates/gemm/cpu/gemm_kernel.h"
 
-namespace kiln::schedule {
+namespace kiln::backend::cpu {
+
+using namespace schedule;
 namespace {
 
 using library_detail::constant_of;
@@ -107,35 +110,6 @@ std::optional<MatmulShape> static_shape(const Graph& g, const LibraryGroup& grp)
   if (s.rows < 1 || s.n < 1 || s.k < 1) return std::nullopt;
   return s;
 }
-
-}  // namespace
-
-const char* activation_cpp(LibraryActivation a) {
-  switch (a) {
-    case LibraryActivation::none: return "";
-    case LibraryActivation::relu: return "v = v < 0.0f ? 0.0f : v;";  // keeps NaN, as ONNX's Relu
-    case LibraryActivation::tanh: return "v = kiln_tanh(v);";
-    case LibraryActivation::sigmoid: return "v = kiln_sigmoid(v);";
-    case LibraryActivation::gelu_erf: return "v = 0.5f * v * (1.0f + kiln_erf(v * 0x1.6a09e6p-1f));";
-    case LibraryActivation::gelu_tanh:
-      return "v = 0.5f * v * (1.0f + kiln_tanh(0x1.988454p-1f * (v + 0.044715f * v * v * v)));";
-  }
-  return "";
-}
-
-double activation_fp64(LibraryActivation a, double v) {
-  switch (a) {
-    case LibraryActivation::none: return v;
-    case LibraryActivation::relu: return v < 0 ? 0 : v;
-    case LibraryActivation::tanh: return std::tanh(v);
-    case LibraryActivation::sigmoid: return 1 / (1 + std::exp(-v));
-    case LibraryActivation::gelu_erf: return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
-    case LibraryActivation::gelu_tanh: return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-  }
-  return v;
-}
-
-namespace {
 
 tg::GemmSpec template_spec(const Graph& g, const MatmulShape& s, const LibraryGroup& grp) {
   tg::GemmSpec spec;
@@ -440,4 +414,4 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
   return std::make_unique<SharedLibraryKernel>(winner);
 }
 
-}  // namespace kiln::schedule
+}  // namespace kiln::backend::cpu

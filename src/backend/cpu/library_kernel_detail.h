@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "kernels/onednn/fused.h"
-#include "schedule/library_kernel.h"
+#include "backend/cpu/library_kernel.h"
 #include "support/checked_math.h"
 #include "support/error.h"
 
-namespace kiln::schedule::library_detail {
+namespace kiln::backend::cpu::library_detail {
 
 inline onednn::Activation to_onednn(LibraryActivation a) {
   switch (a) {
@@ -99,4 +99,4 @@ class KernelBase : public LibraryKernel {
 std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGroup& grp);
 std::unique_ptr<LibraryKernel> make_softmax_kernel(const Graph& g, const LibraryGroup& grp);  // library_softmax.cpp
 
-}  // namespace kiln::schedule::library_detail
+}  // namespace kiln::backend::cpu::library_detail

@@ -1,4 +1,4 @@
-// The callable form of a LibraryGroup (fuse_library.h): one oneDNN matmul or convolution with the
+// The CPU backend's kernels for LibraryGroups (schedule/fuse_library.h): one oneDNN matmul or convolution with the
 // group's consumers as post-ops, or one oneDNN softmax (kernels/onednn/softmax.h, NaN rows fixed).
 // Built once per session: constant weights are reordered into the primitive's layout once
 // (BatchNormalization folded in first, in double), primitives are cached per run-time shape.
@@ -15,28 +15,23 @@
 
 #include "ir/graph.h"
 #include "kiln/options.h"
+#include "backend/kernel.h"
 #include "schedule/fuse_library.h"
 
 namespace kiln::autotune {
 class Autotuner;
 }
 
-namespace kiln::schedule {
+namespace kiln::backend::cpu {
 
-class LibraryKernel {  // built once per session; run() is const and thread-safe (many threads at once)
- public:
-  virtual ~LibraryKernel() = default;
-  // inputs[i] is the tensor of group.inputs[i] (constants too). Returns the group output: `planned` (a
-  // buffer of the memory plan, not overlapping any input) when it has the output's dtype and shape,
-  // else a new tensor. Shapes that differ from what the group was built for (K, channels, residual)
-  // are user errors.
-  Tensor run(const std::vector<const Tensor*>& inputs, int64_t max_tensor_bytes, Tensor planned = {}) const {
-    return run_into(inputs, max_tensor_bytes, std::move(planned));
-  }
+using schedule::LibraryActivation;
+using schedule::LibraryCore;
+using schedule::LibraryGroup;
 
- protected:
-  virtual Tensor run_into(const std::vector<const Tensor*>& inputs, int64_t max_tensor_bytes, Tensor planned) const = 0;
-};
+// Built once per session; run() is const and thread-safe (many threads at once). inputs[i] is the
+// tensor of group.inputs[i] (constants too). Shapes that differ from what the group was built for (K,
+// channels, residual) are user errors.
+using LibraryKernel = SingleOutputKernel;
 
 // Never returns null: every group find_library_groups makes can be built.
 std::unique_ptr<LibraryKernel> build_library_kernel(const Graph& g, const LibraryGroup& group, const Options& options);
@@ -66,10 +61,6 @@ inline constexpr int64_t kSymbolicTuneRows = 128;
 // ("template:<config>") and OpenBLAS's sgemm followed by the epilogue as a pass ("blas"), as the autotuner picks (options: autotune, gemm_backends); every candidate is
 // checked against fp64 rows of the group's result first. Other groups, small products and
 // gemm_backends without template: `library` unchanged.
-// An activation as a statement of a template's epilogue body (on `float v`, ONNX semantics: Relu keeps
-// NaN), and in fp64 for reference checks.
-const char* activation_cpp(LibraryActivation a);
-double activation_fp64(LibraryActivation a, double v);
 
 // The GEMM libraries' versions, as tuning-database keys: "onednn 2.7.3; openblas 0.3.21 Haswell".
 std::string gemm_library_versions();
@@ -80,4 +71,4 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
                                                   autotune::Autotuner& tuner, const std::string& device_key,
                                                   std::unique_ptr<LibraryKernel> library);
 
-}  // namespace kiln::schedule
+}  // namespace kiln::backend::cpu

@@ -2,9 +2,9 @@
 // the constant weights and bias at build (in double, rounded once to f32), and the NaN guard.
 #include <cmath>
 
-#include "schedule/library_kernel_detail.h"
+#include "backend/cpu/library_kernel_detail.h"
 
-namespace kiln::schedule::library_detail {
+namespace kiln::backend::cpu::library_detail {
 namespace {
 
 enum class AutoPad { notset, same_upper, same_lower, valid };
@@ -155,4 +155,4 @@ std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGro
   return std::make_unique<ConvKernel>(g, grp);
 }
 
-}  // namespace kiln::schedule::library_detail
+}  // namespace kiln::backend::cpu::library_detail

@@ -1,13 +1,15 @@
 // Library calls for LibraryGroups: MatMul and Gemm (convolution: library_kernel_conv.cpp). Run-time
 // shapes and checks, the constant preparation (weights, Gemm's alpha and beta * C, bias) and the NaN
 // guard around oneDNN's relu (see library_kernel.h).
-#include "schedule/library_kernel.h"
+#include "backend/cpu/library_kernel.h"
 
 #include <cmath>
 
-#include "schedule/library_kernel_detail.h"
+#include "backend/cpu/library_kernel_detail.h"
 
-namespace kiln::schedule {
+namespace kiln::backend::cpu {
+
+using namespace schedule;
 namespace {
 
 using onednn::Epilogue;
@@ -160,4 +162,4 @@ std::unique_ptr<LibraryKernel> build_library_kernel(const Graph& g, const Librar
   return std::make_unique<MatmulKernel>(g, group);
 }
 
-}  // namespace kiln::schedule
+}  // namespace kiln::backend::cpu

@@ -1,4 +1,4 @@
-// The execution plan of a session: the steps a run takes, in order, and where their outputs live.
+// The execution plan of a compile: the steps a run takes, in order, and where their outputs live.
 //
 // A step is one eager node, a view (Reshape and friends: the output shares its input's buffer, no
 // kernel runs), a generated kernel that computes a group of nodes, or a library call with its fused
@@ -13,7 +13,7 @@
 
 #include "ir/graph.h"
 
-namespace kiln::runtime {
+namespace kiln::compiler {
 
 enum class StepKind : uint8_t { node, view, generated, library };
 const char* step_kind_name(StepKind k);
@@ -24,7 +24,7 @@ struct Step {
   std::vector<NodeId> nodes;    // every node the step computes
   std::vector<ValueId> inputs;  // what it reads (constants included), in the order its kernel takes them
   std::vector<ValueId> outputs;
-  int index = -1;               // generated: into the session's generated kernels; library: its calls
+  int kernel = -1;              // into Executable::kernels
   std::string label;            // for KILN_DEBUG=fusion and dumps
 };
 
@@ -62,4 +62,4 @@ PlanStats plan_stats(const Graph& g, const std::vector<Step>& steps, const Memor
 // One line per step (kind, label, nodes, output type), for KILN_DEBUG=fusion and --dump-dir.
 std::string plan_text(const Graph& g, const std::vector<Step>& steps, const MemoryPlan& memory);
 
-}  // namespace kiln::runtime
+}  // namespace kiln::compiler

@@ -1,4 +1,4 @@
-#include "runtime/plan.h"
+#include "compiler/plan.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "support/checked_math.h"
 #include "support/error.h"
 
-namespace kiln::runtime {
+namespace kiln::compiler {
 namespace {
 
 // Ops whose kernel returns its input's buffer under another shape (src/ops/shape/view_ops.cpp).
@@ -188,4 +188,4 @@ std::string plan_text(const Graph& g, const std::vector<Step>& steps, const Memo
   return text;
 }
 
-}  // namespace kiln::runtime
+}  // namespace kiln::compiler

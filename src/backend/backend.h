@@ -1,0 +1,89 @@
+// The seam between the compiler and a target. The compiler (src/compiler) runs the same passes for
+// every backend; a backend says which fusions it takes, gives the router its device's thresholds,
+// builds the kernels of the steps (library calls, generated kernels, eager nodes) and allocates the
+// run's memory. docs/ADDING_A_BACKEND.md walks through the CPU backend as the example.
+#pragma once
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "backend/kernel.h"
+#include "ir/graph.h"
+#include "kiln/options.h"
+#include "loops/pointwise.h"
+#include "loops/row_kernel.h"
+#include "schedule/fuse_library.h"
+#include "schedule/fuse_pointwise.h"
+#include "schedule/softmax_route.h"
+
+namespace kiln::backend {
+
+// A group the fusion passes made into one generated kernel: its loops IR, what it reads and where its
+// size symbols come from at run time.
+struct GeneratedGroup {
+  std::vector<NodeId> nodes;    // topological order; the last one makes `output`
+  std::vector<ValueId> inputs;  // in kernel input order
+  ValueId output = kNoValue;
+  std::vector<schedule::SymbolSource> symbols;  // in kernel_symbols order
+  std::variant<loops::PointwiseKernel, loops::RowKernel> kernel;
+  int64_t split_min_cols = loops::kRowSplitMinCols;  // row kernels: rows this long are split across threads
+};
+
+// The fusion passes whose groups a backend builds kernels for.
+struct Fusions {
+  bool library = false;    // library calls with fused post-ops (fuse_library)
+  bool rows = false;       // row kernels (fuse_rows)
+  bool pointwise = false;  // pointwise kernels (fuse_pointwise)
+};
+
+// What a compile's tuning did, for RunStats and the terminal.
+struct TuningStats {
+  int tuned_ops = 0;         // ops whose implementation the autotuner chose
+  int benchmarks = 0;        // of which it benchmarked this many (the rest came from its store)
+  int template_kernels = 0;  // library steps on kiln's GEMM template
+  int blas_kernels = 0;      // library steps on OpenBLAS plus an epilogue pass
+  std::string summary;       // the autotuner's table (empty: nothing tuned)
+};
+
+// Memory for a run's arena (host memory on the CPU, device memory on a GPU).
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // At least `bytes`, 64-byte aligned; freed when the last owner lets go. Out of memory: a user error.
+  virtual std::shared_ptr<void> allocate(int64_t bytes) const = 0;
+};
+
+// One compile's work on a backend: its kernels, and the state that spans the model (the autotuner,
+// whose budget and store cover every group).
+class BackendCompile {
+ public:
+  virtual ~BackendCompile() = default;
+  // The library call of a group, or null when the backend refuses it (its library has no
+  // implementation for the case): then its nodes stay with the other passes.
+  virtual std::unique_ptr<Kernel> library_kernel(const Graph& g, const schedule::LibraryGroup& group) = 0;
+  // One kernel per group, in order (compiled together).
+  virtual std::vector<std::unique_ptr<Kernel>> generated_kernels(const Graph& g,
+                                                                 const std::vector<GeneratedGroup>& groups) = 0;
+  // A node that runs on its own: its eager kernel (or a view).
+  virtual std::unique_ptr<Kernel> node_kernel(const Graph& g, const Node& node) = 0;
+  // Called once, after every kernel is built.
+  virtual TuningStats finish() = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "cpu"
+  // The device in tuning stores' keys: what a measurement made here holds for.
+  virtual std::string device_key(const Options& options) const = 0;
+  virtual Fusions fusions(const Options& options) const = 0;
+  // The softmax router's width thresholds on this device (a stored calibration, else defaults).
+  virtual schedule::RoutingThresholds routing_thresholds(const Options& options) const = 0;
+  // Whether this backend tunes the product of a MatMul / Gemm group (schedule::FusionTarget::tunes_gemm).
+  virtual bool tunes_gemm(const Graph& g, const schedule::LibraryGroup& group, const Options& options) const = 0;
+  virtual std::unique_ptr<BackendCompile> start_compile(const Options& options) const = 0;
+  virtual const Allocator& allocator() const = 0;
+};
+
+}  // namespace kiln::backend

@@ -1,0 +1,243 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <dnnl.hpp>
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "autotune/autotuner.h"
+#include "autotune/tuning_store.h"
+#include "backend/cpu/cpu_device.h"
+#include "backend/cpu/library_kernel.h"
+#include "codegen/cpu/compile_kernels.h"
+#include "codegen/cpu/emit_pointwise.h"
+#include "codegen/cpu/emit_row.h"
+#include "codegen/cpu/kernel_cache.h"
+#include "ops/node_runner.h"
+#include "support/checked_math.h"
+#include "support/dump.h"
+#include "support/error.h"
+
+namespace kiln::backend::cpu {
+namespace {
+
+// A compiled pointwise or row kernel: reads its size symbols from its inputs' shapes at run time.
+class GeneratedKernel final : public SingleOutputKernel {
+ public:
+  GeneratedKernel(const Graph& g, const GeneratedGroup& group, std::string name, std::vector<std::string> symbol_names,
+                  std::shared_ptr<const codegen::cpu::CompiledKernel> library)
+      : name_(std::move(name)),
+        symbols_(group.symbols),
+        symbol_names_(std::move(symbol_names)),
+        library_(std::move(library)),
+        fn_(reinterpret_cast<codegen::cpu::PointwiseEntry*>(library_->entry(name_))) {
+    for (ValueId v : group.inputs) inputs_.push_back({g.value(v).name, g.value(v).type.shape});
+    output_ = g.value(group.output).type;
+  }
+
+ std::string name() const override { return name_; }
+
+ protected:
+  // Runs into `out` (a planned buffer), or into a fresh tensor when `out` has no buffer.
+  Tensor run_into(const std::vector<const Tensor*>& ins, int64_t max_bytes, Tensor out) const override {
+    std::vector<int64_t> syms;
+    std::map<std::string, int64_t> by_name;
+    for (size_t k = 0; k < symbols_.size(); ++k) {
+      const auto& src = symbols_[k];
+      int64_t v = ins[size_t(src.input)]->dim(src.dim);
+      syms.push_back(v);
+      by_name[symbol_names_[k]] = v;
+    }
+    auto size_of = [&](const Dim& d) { return d.is_static() ? d.value : by_name.at(d.symbol); };
+    // The kernel indexes its inputs by these sizes: every input must have exactly them (two symbols
+    // that inference assumed equal may not be at run time; reading past a buffer is never an option).
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const Shape& want = inputs_[i].shape;
+      bool same = static_cast<size_t>(ins[i]->rank()) == want.size();
+      for (size_t d = 0; same && d < want.size(); ++d) same = ins[i]->dim(static_cast<int>(d)) == size_of(want[d]);
+      if (!same)
+        user_error("fused kernel '{}': input '{}' has shape {}, but the model's shapes say {}", name_, inputs_[i].name,
+                   ins[i]->shape_string(), shape_string(want));
+    }
+    std::vector<int64_t> dims;
+    for (const Dim& d : output_.shape) dims.push_back(size_of(d));
+    if (!out.raw()) {
+      int64_t bytes = checked_mul(checked_numel(dims, name_), static_cast<int64_t>(dtype_size(output_.dtype)), name_);
+      if (bytes > max_bytes) user_error("fused kernel '{}': output of {} bytes exceeds max_tensor_bytes", name_, bytes);
+      out = Tensor::empty(output_.dtype, dims);
+    }
+    KILN_INTERNAL_CHECK(out.shape() == dims, "fused kernel '{}': planned buffer {} for output of {}", name_,
+                        out.shape_string(), shape_string(output_.shape));
+    std::vector<const void*> ptrs;
+    for (const Tensor* t : ins) ptrs.push_back(t->raw());
+    fn_(ptrs.data(), out.raw(), syms.data());
+    return out;
+  }
+
+ private:
+  struct Input {
+    std::string name;
+    Shape shape;
+  };
+  std::string name_;
+  std::vector<Input> inputs_;
+  TensorType output_;
+  std::vector<schedule::SymbolSource> symbols_;
+  std::vector<std::string> symbol_names_;  // in the kernel's syms[] order
+  std::shared_ptr<const codegen::cpu::CompiledKernel> library_;  // keeps the code loaded
+  codegen::cpu::PointwiseEntry* fn_;
+};
+
+// A node on its eager kernel (src/ops), with the run's thread count.
+class NodeKernel final : public Kernel {
+ public:
+  NodeKernel(Node node, bool reference, int64_t max_rank)
+      : node_(std::move(node)), reference_(reference), max_rank_(max_rank) {}
+  std::vector<Tensor> launch(const LaunchArgs& args) const override {
+    NodeRunOptions run;
+    run.kernel.reference = reference_;
+    run.kernel.threads = omp_get_max_threads();
+    run.max_rank = max_rank_;
+    run.max_tensor_bytes = args.max_tensor_bytes;
+    return run_node(node_, args.inputs, run, &args.planned);
+  }
+
+ private:
+  Node node_;
+  bool reference_;
+  int64_t max_rank_;
+};
+
+class HostAllocator final : public Allocator {
+ public:
+  std::shared_ptr<void> allocate(int64_t bytes) const override {
+    void* p = std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
+    if (!p) user_error("out of memory allocating a {}-byte arena", bytes);
+    return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  }
+};
+
+// Kernels are named by their content, so identical groups (every layer's GELU) share one compile.
+codegen::cpu::PointwiseSource emit(const GeneratedGroup& group) {
+  if (const auto* pw = std::get_if<loops::PointwiseKernel>(&group.kernel)) {
+    loops::PointwiseKernel k = *pw;
+    k.name = "pw";
+    k.name = fmt::format("pw_{:016x}", std::hash<std::string>{}(codegen::cpu::emit_pointwise_cpp(k).source.code));
+    return codegen::cpu::emit_pointwise_cpp(k);
+  }
+  loops::RowKernel k = std::get<loops::RowKernel>(group.kernel);
+  codegen::cpu::RowEmitOptions emit;
+  emit.split_min_cols = group.split_min_cols;
+  k.name = "row";
+  k.name = fmt::format("row_{:016x}", std::hash<std::string>{}(codegen::cpu::emit_row_cpp(k, emit).source.code));
+  codegen::cpu::RowSource src = codegen::cpu::emit_row_cpp(k, emit);
+  return {src.source, src.symbols};
+}
+
+class CpuCompile final : public BackendCompile {
+ public:
+  CpuCompile(const Options& options, bool reference) : options_(options), reference_(reference) {}
+
+  std::unique_ptr<Kernel> library_kernel(const Graph& g, const schedule::LibraryGroup& group) override {
+    std::unique_ptr<LibraryKernel> kernel;
+    try {
+      kernel = build_library_kernel(g, group, options_);
+    } catch (const dnnl::error& e) {  // oneDNN refused the case: the nodes stay with the other passes
+      if (options_.debug_on("fusion"))
+        std::fprintf(stderr, "[fusion] library call %s for %s refused (%s): not fused\n", group.label.c_str(),
+                     g.describe(g.nodes[size_t(group.nodes.back())]).c_str(), e.what());
+      return nullptr;
+    }
+    if (!worth_tuning(g, group, options_)) return kernel;
+    if (!tuner_)  // one per compile: its budget covers the model
+      tuner_ = std::make_unique<autotune::Autotuner>(
+          options_, codegen::cpu::resolve_cache_dir(options_) / autotune::kTuningStoreFileName);
+    return tune_matmul_kernel(g, group, options_, *tuner_, device_key(options_), std::move(kernel));
+  }
+
+  std::vector<std::unique_ptr<Kernel>> generated_kernels(const Graph& g,
+                                                         const std::vector<GeneratedGroup>& groups) override {
+    std::vector<codegen::cpu::PointwiseSource> sources;
+    std::vector<codegen::cpu::KernelSource> units;
+    for (const GeneratedGroup& group : groups) {
+      sources.push_back(emit(group));
+      units.push_back(sources.back().source);
+    }
+    std::vector<std::unique_ptr<Kernel>> kernels;
+    if (units.empty()) return kernels;
+    std::vector<codegen::cpu::CompiledKernel> compiled = codegen::cpu::compile_kernels(units, options_);
+    for (size_t k = 0; k < groups.size(); ++k) {  // --dump-dir: each source and its exact compile command
+      const std::string& name = units[k].name;
+      write_dump(options_, "kernels/" + name + ".cpp", units[k].code);
+      write_dump(options_, "kernels/" + name + ".cmd", compiled[k].command + "\n");
+      auto library = std::make_shared<const codegen::cpu::CompiledKernel>(std::move(compiled[k]));
+      kernels.push_back(std::make_unique<GeneratedKernel>(g, groups[k], name, sources[k].symbols, std::move(library)));
+    }
+    return kernels;
+  }
+
+  std::unique_ptr<Kernel> node_kernel(const Graph& g, const Node& node) override {
+    return std::make_unique<NodeKernel>(node, reference_, options_.max_rank);
+  }
+
+  TuningStats finish() override {
+    TuningStats stats;
+    if (!tuner_) return stats;
+    stats.summary = tuner_->summary_text();
+    stats.tuned_ops = static_cast<int>(tuner_->results().size());
+    stats.benchmarks = tuner_->benchmarks_run();
+    for (const autotune::TuneResult& r : tuner_->results()) {
+      stats.template_kernels += r.winner.rfind("template:", 0) == 0;
+      stats.blas_kernels += r.winner == "blas";
+    }
+    if (tuner_->benchmarks_run() > 0 && ::isatty(2)) std::fputs(stats.summary.c_str(), stderr);
+    return stats;
+  }
+
+ private:
+  Options options_;
+  bool reference_;
+  std::unique_ptr<autotune::Autotuner> tuner_;
+};
+
+}  // namespace
+
+std::string CpuBackend::device_key(const Options& options) const { return cpu::device_key(options); }
+
+Fusions CpuBackend::fusions(const Options&) const {
+  if (reference_) return {};  // the oracle: every node on its plain fp64 loops
+  return Fusions{.library = true, .rows = true, .pointwise = true};
+}
+
+schedule::RoutingThresholds CpuBackend::routing_thresholds(const Options& options) const {
+  return cpu::routing_thresholds(options);
+}
+
+bool CpuBackend::tunes_gemm(const Graph& g, const schedule::LibraryGroup& group, const Options& options) const {
+  return worth_tuning(g, group, options);
+}
+
+schedule::FusionTarget fusion_target(const Graph& g, const Options& options) {
+  schedule::RoutingPolicy policy = schedule::routing_policy(options, routing_thresholds(options));
+  schedule::FusionTarget t;
+  t.routes = schedule::route_softmax_nodes(g, policy);
+  t.softmax_split_width = schedule::split_min_width(policy.thresholds);
+  t.tunes_gemm = [&g, options](const schedule::LibraryGroup& group) { return worth_tuning(g, group, options); };
+  return t;
+}
+
+std::unique_ptr<BackendCompile> CpuBackend::start_compile(const Options& options) const {
+  return std::make_unique<CpuCompile>(options, reference_);
+}
+
+CpuBackend::CpuBackend(bool reference) : reference_(reference), allocator_(std::make_unique<HostAllocator>()) {}
+CpuBackend::~CpuBackend() = default;
+
+const Allocator& CpuBackend::allocator() const { return *allocator_; }
+
+}  // namespace kiln::backend::cpu

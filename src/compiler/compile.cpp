@@ -1,0 +1,68 @@
+#include "compiler/compile.h"
+
+#include "compiler/compile_state.h"
+#include "compiler/pass_list.h"
+#include "lower/decompose.h"
+#include "passes/passes.h"
+#include "support/checked_math.h"
+#include "support/error.h"
+
+namespace kiln::compiler {
+namespace {
+
+// Ops the fusion passes do not know, rewritten into ones they do.
+void decompose_graph(Graph& g, const Options& options) {
+  lower::DecompositionTable decompositions;
+  lower::register_decompositions(decompositions);
+  if (lower::decompose(g, decompositions) > 0) infer_shapes(g, options);
+}
+
+// Inputs are allocated from their declared types (kiln run makes them): check their size first.
+void check_input_sizes(const Graph& g, const Options& options) {
+  for (ValueId id : g.inputs) {
+    const Value& v = g.value(id);
+    if (!is_static(v.type.shape)) continue;
+    int64_t bytes = checked_mul(checked_numel(static_dims(v.type.shape), "input '" + v.name + "'"),
+                                static_cast<int64_t>(dtype_size(v.type.dtype)), "input '" + v.name + "'");
+    if (bytes > options.max_tensor_bytes)
+      user_error("input '{}' ({}) takes {} bytes, more than max_tensor_bytes ({})", v.name, type_string(v.type), bytes,
+                 options.max_tensor_bytes);
+  }
+}
+
+// The plan is the compiler's to make: groups a graph arrives with (a parsed dump) are dropped.
+void drop_fusion_groups(Graph& g) {
+  g.groups.clear();
+  for (Node& n : g.nodes) n.group = -1;
+}
+
+}  // namespace
+
+Executable compile(Graph graph, const backend::Backend& backend, const Options& options, Mode mode,
+                   const std::map<std::string, int64_t>& dims) {
+  Executable exe;
+  exe.graph = std::move(graph);
+  exe.widened = mode == Mode::reference;
+  exe.allocator = &backend.allocator();
+  Graph& g = exe.graph;
+  const backend::Fusions fuse = mode == Mode::compiled ? backend.fusions(options) : backend::Fusions{};
+  CompileState s{g, options, backend, backend.start_compile(options), {}, {}, {}, {}, {}};
+
+  PassList passes(g, options);
+  passes.run("import", [&] { drop_fusion_groups(g); });
+  passes.run("bind_dims", [&] { bind_dims(g, dims); });  // before inference: sizes from the inputs flow everywhere
+  passes.run("infer_shapes_fold", [&] { infer_shapes(g, options, /*fold=*/true); });
+  if (mode == Mode::reference) passes.run("widen_to_f64", [&] { widen_to_f64(g, options); });
+  if (mode == Mode::compiled) passes.run("decompose", [&] { decompose_graph(g, options); });
+  check_input_sizes(g, options);
+  if (fuse.library || fuse.rows) passes.run_text("route_softmax", "route", [&] { return route_softmax(s); });
+  if (fuse.library) passes.run("fuse_library", [&] { fuse_library_calls(s); });
+  if (fuse.rows) passes.run("fuse_rows", [&] { fuse_row_kernels(s); });
+  if (fuse.pointwise) passes.run("fuse_pointwise", [&] { fuse_pointwise_kernels(s); });
+  if (!s.generated.empty()) compile_generated_kernels(s);
+  passes.run_text("plan", "fusion", [&] { return plan_steps(s, exe); });
+  exe.tuning = s.job->finish();
+  return exe;
+}
+
+}  // namespace kiln::compiler

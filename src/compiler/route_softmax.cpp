@@ -1,0 +1,25 @@
+// The softmax router, run once per compile on the backend's thresholds; its decisions go to the
+// fusion passes through the FusionTarget, with the backend's GEMM tuning rule.
+#include "compiler/compile_state.h"
+#include "schedule/fuse_library.h"
+#include "schedule/softmax_route.h"
+
+namespace kiln::compiler {
+
+std::string route_softmax(CompileState& s) {
+  const schedule::RoutingPolicy policy = schedule::routing_policy(s.options, s.backend.routing_thresholds(s.options));
+  s.target.routes = schedule::route_softmax_nodes(s.graph, policy);
+  s.target.softmax_split_width = schedule::split_min_width(policy.thresholds);
+  s.target.tunes_gemm = [&g = s.graph, &b = s.backend, &o = s.options](const schedule::LibraryGroup& group) {
+    return b.tunes_gemm(g, group, o);
+  };
+  return schedule::explain_routes(s.graph, s.target.routes, policy);  // KILN_DEBUG=route prints it
+}
+
+std::vector<char> CompileState::claimed() const {
+  std::vector<char> taken(graph.nodes.size(), 0);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) taken[i] = graph.nodes[i].group >= 0;
+  return taken;
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,194 @@
+#include "runtime/executor.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "ops/node_runner.h"
+#include "ops/registry.h"
+#include "support/error.h"
+
+namespace kiln::runtime {
+namespace {
+
+using compiler::Executable;
+using compiler::Step;
+
+// An arena for one run, taken from the pool and given back when the run ends.
+class ArenaLease {
+ public:
+  ArenaLease(const Executable& exe, ArenaPool& pool) : exe_(exe), pool_(pool), arena_(pool.take(exe)) {}
+  ~ArenaLease() {
+    if (arena_) pool_.give_back(std::move(arena_));
+  }
+  ArenaLease(const ArenaLease&) = delete;
+  ArenaLease& operator=(const ArenaLease&) = delete;
+
+  // The planned buffer of `v` as a tensor, or an undefined tensor if `v` has none.
+  Tensor buffer(const Value& v, ValueId id) const {
+    int slot = exe_.memory.slot_of[size_t(id)];
+    if (slot < 0) return Tensor();
+    char* base = static_cast<char*>(arena_.get()) + exe_.memory.slot_offset[size_t(slot)];
+    return Tensor::wrap(v.type.dtype, static_dims(v.type.shape), arena_, base);
+  }
+
+ private:
+  const Executable& exe_;
+  ArenaPool& pool_;
+  std::shared_ptr<void> arena_;
+};
+
+// Checks a given input against the declared type and binds symbols consistently.
+void check_input(const Value& v, const Tensor& t, std::map<std::string, int64_t>& bound) {
+  if (t.rank() != v.type.rank())
+    user_error("input '{}': expected rank {} ({}), got shape {}", v.name, v.type.rank(), type_string(v.type),
+               t.shape_string());
+  for (int i = 0; i < t.rank(); ++i) {
+    const Dim& d = v.type.shape[static_cast<size_t>(i)];
+    int64_t got = t.shape()[static_cast<size_t>(i)];
+    if (d.is_static() && d.value != got)
+      user_error("input '{}': dimension {} must be {}, got {}", v.name, i, d.value, got);
+    if (!d.is_static()) {
+      auto [it, inserted] = bound.emplace(d.symbol, got);
+      if (!inserted && it->second != got)
+        user_error("input '{}': dimension '{}' is {} here but {} in another input", v.name, d.symbol, got, it->second);
+    }
+  }
+}
+
+StepProfile step_profile(const Graph& g, const Step& step, double ms) {
+  StepProfile p;
+  p.kind = compiler::step_kind_name(step.kind);
+  p.label = step.label;
+  for (NodeId n : step.nodes) {
+    p.source_nodes.push_back(g.nodes[size_t(n)].name);
+    p.source_ops.push_back(std::string(op_name(g.nodes[size_t(n)].op)));
+  }
+  for (ValueId v : step.inputs) p.input_types.push_back(v == kNoValue ? "" : type_string(g.value(v).type));
+  for (ValueId v : step.outputs)
+    if (v != kNoValue) p.output_type += (p.output_type.empty() ? "" : ", ") + type_string(g.value(v).type);
+  p.ms = ms;
+  return p;
+}
+
+// KILN_DEBUG=ops: time per op type for this run, slowest first.
+void print_op_times(const std::vector<double>& op_ms, const std::vector<int>& op_count) {
+  std::vector<int> order;
+  for (int k = 0; k < kNumOps; ++k)
+    if (op_count[static_cast<size_t>(k)]) order.push_back(k);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return op_ms[size_t(a)] > op_ms[size_t(b)]; });
+  for (int k : order)
+    std::fprintf(stderr, "[ops] %-20s %5d nodes %10.3f ms\n", std::string(op_name(static_cast<OpKind>(k))).c_str(),
+                 op_count[size_t(k)], op_ms[size_t(k)]);
+}
+
+}  // namespace
+
+std::shared_ptr<void> ArenaPool::take(const Executable& exe) {
+  if (exe.memory.arena_bytes == 0) return nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!free_.empty()) {
+      std::shared_ptr<void> arena = std::move(free_.back());
+      free_.pop_back();
+      return arena;
+    }
+  }
+  return exe.allocator->allocate(exe.memory.arena_bytes);
+}
+
+void ArenaPool::give_back(std::shared_ptr<void> arena) {
+  std::lock_guard lock(mutex_);
+  free_.push_back(std::move(arena));
+}
+
+std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
+                                      const std::map<std::string, Tensor>& inputs, const Options& options,
+                                      RunProfile* profile) {
+  const auto run_start = std::chrono::steady_clock::now();
+  const Graph& g = exe.graph;
+  std::vector<Tensor> slots(g.values.size());
+  std::vector<char> present(g.values.size(), 0);
+  std::map<std::string, int64_t> bound;
+  for (ValueId id : g.inputs) {
+    const Value& v = g.value(id);
+    auto it = inputs.find(v.name);
+    if (it == inputs.end()) user_error("input '{}' ({}) was not given", v.name, type_string(v.type));
+    Tensor t = it->second;
+    if (exe.widened && is_float(t.dtype())) t = convert_tensor(t, DType::f64);
+    if (t.dtype() != v.type.dtype)
+      user_error("input '{}': expected dtype {}, got {}", v.name, dtype_name(v.type.dtype), dtype_name(t.dtype()));
+    check_input(v, t, bound);
+    slots[static_cast<size_t>(id)] = std::move(t);
+    present[static_cast<size_t>(id)] = 1;
+  }
+  for (const auto& [name, t] : inputs) {
+    bool known = false;
+    for (ValueId id : g.inputs) known = known || g.value(id).name == name;
+    if (!known) user_error("'{}' is not an input of this model", name);
+  }
+
+  const bool timed = options.debug_on("ops") || profile;
+  if (profile) {
+    *profile = RunProfile{};
+    profile->threads = omp_get_max_threads();
+  }
+  std::vector<double> op_ms(timed ? kNumOps : 0, 0.0);
+  std::vector<int> op_count(timed ? kNumOps : 0, 0);
+  ArenaLease arena(exe, arenas);
+  std::vector<const Tensor*> ins;
+  std::vector<Tensor> planned;
+  for (size_t i = 0; i < exe.steps.size(); ++i) {
+    const Step& step = exe.steps[i];
+    const Node& n = g.nodes[size_t(step.node)];
+    ins.clear();
+    for (ValueId v : step.inputs) {
+      if (v == kNoValue) ins.push_back(nullptr);
+      else if (g.value(v).constant) ins.push_back(g.value(v).constant.get());
+      else {
+        KILN_INTERNAL_CHECK(present[static_cast<size_t>(v)], "executor: {} reads '{}' before it is made",
+                            g.describe(n), g.value(v).name);
+        ins.push_back(&slots[static_cast<size_t>(v)]);
+      }
+    }
+    planned.clear();
+    for (ValueId v : step.outputs) planned.push_back(v == kNoValue ? Tensor() : arena.buffer(g.value(v), v));
+    auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    std::vector<Tensor> outs =
+        exe.kernels[size_t(step.kernel)]->launch(backend::LaunchArgs{ins, planned, options.max_tensor_bytes});
+    KILN_INTERNAL_CHECK(outs.size() == step.outputs.size(), "executor: step '{}' made {} outputs, expected {}",
+                        step.label, outs.size(), step.outputs.size());
+    if (timed) {
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      op_ms[static_cast<size_t>(n.op)] += ms;
+      op_count[static_cast<size_t>(n.op)]++;
+      if (profile) profile->steps.push_back(step_profile(g, step, ms));
+    }
+    for (size_t k = 0; k < step.outputs.size(); ++k)
+      if (step.outputs[k] != kNoValue) {
+        slots[static_cast<size_t>(step.outputs[k])] = std::move(outs[k]);
+        present[static_cast<size_t>(step.outputs[k])] = 1;
+      }
+    for (ValueId v : step.inputs)  // drop what nobody reads any more
+      if (v != kNoValue && exe.last_use[static_cast<size_t>(v)] == static_cast<int>(i))
+        slots[static_cast<size_t>(v)] = Tensor();
+  }
+  if (timed && options.debug_on("ops")) print_op_times(op_ms, op_count);
+
+  std::map<std::string, Tensor> result;
+  if (profile)
+    profile->total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start).count();
+  for (ValueId id : g.outputs) {
+    const Value& v = g.value(id);
+    // Outputs never alias the executable's constants: a caller may write into what it gets.
+    bool may_alias = v.constant || (v.producer >= 0 && op_registry().find(g.nodes[static_cast<size_t>(v.producer)].op)
+                                                           ->kernel_makes_outputs);
+    const Tensor& t = v.constant ? *v.constant : slots[static_cast<size_t>(id)];
+    result[v.name] = may_alias ? t.clone() : t;
+  }
+  return result;
+}
+
+}  // namespace kiln::runtime

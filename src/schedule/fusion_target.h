@@ -1,0 +1,26 @@
+// What the fusion passes are told from outside the graph. The compiler fills it once per compile from
+// its backend: the softmax router's decision for every softmax-family node (made once, by the
+// route_softmax pass, on the backend's thresholds) and which GEMM groups the backend will tune.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "loops/row_kernel.h"
+#include "schedule/softmax_route.h"
+
+namespace kiln::schedule {
+
+struct LibraryGroup;
+
+struct FusionTarget {
+  std::vector<RoutedNode> routes;  // every Softmax / LogSoftmax node with its route, in node order
+  // Softmax-family row kernels split their rows across threads from this width (split_min_width of the
+  // router's thresholds).
+  int64_t softmax_split_width = loops::kRowSplitMinCols;
+  // Whether the backend tunes this MatMul / Gemm group's product, so that kiln's own GEMM code may run
+  // it: such a group takes its pointwise tail, and a bare batched product becomes a group. Null: none.
+  std::function<bool(const LibraryGroup&)> tunes_gemm;
+};
+
+}  // namespace kiln::schedule

@@ -1,0 +1,106 @@
+// The zoo through the same compiler on a second backend (tests/common/interpreter_backend.h: the fp64
+// reference as a backend, its kernels interpreting their groups): every fusion pass runs with no change
+// to schedule/, and the outputs match kiln's reference mode. The weights come from the manifest
+// (scripts/make_zoo_weights.py, which needs python3-numpy).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/interpreter_backend.h"
+#include "compiler/compile.h"
+#include "onnx/import.h"
+#include "runtime/compare.h"
+#include "runtime/executor.h"
+#include "runtime/inputs.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ZooCase {
+  const char* model;
+  std::map<std::string, int64_t> dims;  // as tests/CMakeLists.txt's zoo checks, short sequences
+  bool has_rows, has_generated;         // groups the model must make (every model has library calls)
+};
+
+void PrintTo(const ZooCase& c, std::ostream* os) { *os << c.model; }
+
+// The model with its weights in a folder of this build's, or an empty path (and why) when they cannot
+// be made here.
+fs::path zoo_model(const std::string& model, std::string& why) {
+  const fs::path dir = fs::path(KILN_BINARY).parent_path() / "zoo_second_backend" / model;
+  const fs::path onnx = dir / (model + ".onnx");
+  if (fs::exists(dir / (model + ".weights.bin")) && fs::exists(onnx)) return onnx;
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+    why = "SKIPPED: python3-numpy is not installed (scripts/install_deps.sh), so the zoo weights cannot be made";
+    return {};
+  }
+  const std::string cmd = "/usr/bin/python3 " KILN_SOURCE_DIR "/scripts/make_zoo_weights.py " + model + " " +
+                          dir.string() + " >/dev/null";
+  if (std::system(cmd.c_str()) != 0) {
+    why = "make_zoo_weights.py failed: " + cmd;
+    return {};
+  }
+  return onnx;
+}
+
+class SecondBackendZoo : public ::testing::TestWithParam<ZooCase> {};
+
+TEST_P(SecondBackendZoo, RunsThroughTheSameCompilerAndMatchesTheReference) {
+  const ZooCase& c = GetParam();
+  std::string why;
+  const fs::path path = zoo_model(c.model, why);
+  if (path.empty()) {
+    if (why.rfind("SKIPPED", 0) == 0) GTEST_SKIP() << why;
+    FAIL() << why;
+  }
+  Options options;
+  options.threads = 2;
+  testing_backend::InterpreterBackend backend;
+  compiler::Executable exe =
+      compiler::compile(import_onnx(path.string(), options), backend, options, Mode::compiled, c.dims);
+
+  // The fusion passes ran on this backend: its groups are in the IR and became its kernels.
+  testing_backend::InterpreterCounts& counts = backend.counts();
+  const int groups = counts.library_groups + counts.generated_groups;
+  EXPECT_EQ(static_cast<int>(exe.graph.groups.size()), groups);
+  EXPECT_GT(counts.library_groups, 0);
+  if (c.has_rows) {
+    bool any_row = false;
+    for (const FusionGroup& grp : exe.graph.groups) any_row = any_row || grp.kind == "row";
+    EXPECT_TRUE(any_row);
+  }
+  if (c.has_generated) EXPECT_GT(counts.generated_groups, 0);
+  int grouped_nodes = 0;
+  for (const Node& n : exe.graph.nodes) grouped_nodes += n.group >= 0;
+  EXPECT_EQ(grouped_nodes + counts.nodes, static_cast<int>(exe.graph.nodes.size()));
+
+  std::map<std::string, Tensor> inputs = make_inputs(exe.graph, {}, 1);
+  runtime::ArenaPool arenas;
+  std::map<std::string, Tensor> got = runtime::execute(exe, arenas, inputs, options, nullptr);
+  EXPECT_EQ(counts.group_launches, groups);
+
+  Session reference = Session::load_onnx(path.string(), Mode::reference, options, c.dims);
+  std::map<std::string, Tensor> want = reference.run(inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, w] : want) {
+    ASSERT_TRUE(got.count(name)) << name;
+    // Each group rounds its output to f32, where the reference stays in f64 throughout.
+    CloseResult r = all_close(got.at(name), w, 1e-3, 1e-3, /*allow_widen=*/true);
+    EXPECT_TRUE(r.ok) << c.model << " output " << name << ": " << r.reason << " (max abs err " << r.max_abs_err << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, SecondBackendZoo,
+                         ::testing::Values(ZooCase{"resnet18", {{"batch", 1}}, false, false},
+                                           ZooCase{"distilbert", {{"batch", 1}, {"seq", 32}}, true, true},
+                                           ZooCase{"bert", {{"batch", 1}, {"seq", 32}}, true, true},
+                                           ZooCase{"gpt2", {{"batch", 1}, {"seq", 32}}, true, true},
+                                           ZooCase{"vit", {{"batch", 1}}, true, true},
+                                           ZooCase{"trocr_small", {{"batch", 1}, {"dec_seq", 8}}, true, true}),
+                         [](const auto& info) { return std::string(info.param.model); });
+
+}  // namespace
+}  // namespace kiln
