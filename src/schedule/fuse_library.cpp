@@ -418,6 +418,7 @@ std::optional<LibraryGroup> Matcher::match_from(NodeId id) const {
   }
   grp.output = cur;
   const bool tuned = grp.core != LibraryCore::conv && tuned_ && tuned_(grp);
+  grp.tuned = tuned;
   if (tuned) match_tail(grp);
   // A product of two computed operands gains nothing from the library call on its own (eager MatMul is
   // the same oneDNN call), only from a template the autotuner may pick.

@@ -47,6 +47,7 @@ struct LibraryGroup {
   LibraryActivation act = LibraryActivation::none;
   int residual = -1;         // index into `inputs` of the residual, -1: none
   LibraryActivation act_after = LibraryActivation::none;  // relu or none
+  bool tuned = false;        // the backend tunes its product (FusionTarget::tunes_gemm, asked once)
   // Tuned groups only (gemm_tail.h): pointwise nodes after the post-ops, in order; the value the first
   // reads; their non-scalar operands as indices into `inputs`.
   std::vector<NodeId> tail;

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/interpreter_backend.h"
+#include "common/zoo_models.h"
 #include "compiler/compile.h"
 #include "onnx/import.h"
 #include "runtime/compare.h"
@@ -17,8 +18,6 @@
 namespace kiln {
 namespace {
 
-namespace fs = std::filesystem;
-
 struct ZooCase {
   const char* model;
   std::map<std::string, int64_t> dims;  // as tests/CMakeLists.txt's zoo checks, short sequences
@@ -27,31 +26,12 @@ struct ZooCase {
 
 void PrintTo(const ZooCase& c, std::ostream* os) { *os << c.model; }
 
-// The model with its weights in a folder of this build's, or an empty path (and why) when they cannot
-// be made here.
-fs::path zoo_model(const std::string& model, std::string& why) {
-  const fs::path dir = fs::path(KILN_BINARY).parent_path() / "zoo_second_backend" / model;
-  const fs::path onnx = dir / (model + ".onnx");
-  if (fs::exists(dir / (model + ".weights.bin")) && fs::exists(onnx)) return onnx;
-  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
-    why = "SKIPPED: python3-numpy is not installed (scripts/install_deps.sh), so the zoo weights cannot be made";
-    return {};
-  }
-  const std::string cmd = "/usr/bin/python3 " KILN_SOURCE_DIR "/scripts/make_zoo_weights.py " + model + " " +
-                          dir.string() + " >/dev/null";
-  if (std::system(cmd.c_str()) != 0) {
-    why = "make_zoo_weights.py failed: " + cmd;
-    return {};
-  }
-  return onnx;
-}
-
 class SecondBackendZoo : public ::testing::TestWithParam<ZooCase> {};
 
 TEST_P(SecondBackendZoo, RunsThroughTheSameCompilerAndMatchesTheReference) {
   const ZooCase& c = GetParam();
   std::string why;
-  const fs::path path = zoo_model(c.model, why);
+  const std::filesystem::path path = test_common::zoo_model(c.model, why);
   if (path.empty()) {
     if (why.rfind("SKIPPED", 0) == 0) GTEST_SKIP() << why;
     FAIL() << why;

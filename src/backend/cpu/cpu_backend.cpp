@@ -122,8 +122,10 @@ class HostAllocator final : public Allocator {
   }
 };
 
+}  // namespace
+
 // Kernels are named by their content, so identical groups (every layer's GELU) share one compile.
-codegen::cpu::PointwiseSource emit(const GeneratedGroup& group) {
+codegen::cpu::PointwiseSource emit_generated(const GeneratedGroup& group) {
   if (const auto* pw = std::get_if<loops::PointwiseKernel>(&group.kernel)) {
     loops::PointwiseKernel k = *pw;
     k.name = "pw";
@@ -139,6 +141,8 @@ codegen::cpu::PointwiseSource emit(const GeneratedGroup& group) {
   return {src.source, src.symbols};
 }
 
+namespace {
+
 class CpuCompile final : public BackendCompile {
  public:
   CpuCompile(const Options& options, bool reference) : options_(options), reference_(reference) {}
@@ -153,7 +157,7 @@ class CpuCompile final : public BackendCompile {
                      g.describe(g.nodes[size_t(group.nodes.back())]).c_str(), e.what());
       return nullptr;
     }
-    if (!worth_tuning(g, group, options_)) return kernel;
+    if (!group.tuned) return kernel;
     if (!tuner_)  // one per compile: its budget covers the model
       tuner_ = std::make_unique<autotune::Autotuner>(
           options_, codegen::cpu::resolve_cache_dir(options_) / autotune::kTuningStoreFileName);
@@ -165,7 +169,7 @@ class CpuCompile final : public BackendCompile {
     std::vector<codegen::cpu::PointwiseSource> sources;
     std::vector<codegen::cpu::KernelSource> units;
     for (const GeneratedGroup& group : groups) {
-      sources.push_back(emit(group));
+      sources.push_back(emit_generated(group));
       units.push_back(sources.back().source);
     }
     std::vector<std::unique_ptr<Kernel>> kernels;

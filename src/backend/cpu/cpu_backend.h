@@ -4,6 +4,7 @@
 // eager kernels' fp64 reference loops (the compiler widens the graph to f64 first).
 #pragma once
 #include "backend/backend.h"
+#include "codegen/cpu/emit_pointwise.h"
 #include "schedule/fusion_target.h"
 
 namespace kiln::backend::cpu {
@@ -24,6 +25,9 @@ class CpuBackend final : public Backend {
   bool reference_;
   std::unique_ptr<Allocator> allocator_;
 };
+
+// The C++ source of a row or pointwise group's kernel, named by its content (what the backend compiles).
+codegen::cpu::PointwiseSource emit_generated(const GeneratedGroup& group);
 
 // What the fusion passes get on this backend (the compiler's route_softmax pass builds the same): the
 // routes on this device's thresholds, and worth_tuning as the GEMM rule. For tests and tools that run

@@ -10,12 +10,15 @@
 // the Relu inside oneDNN; the fused call gives 0 there.)
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
 #include "kiln/options.h"
 #include "backend/kernel.h"
+#include "codegen/cpu/compile_kernels.h"
+#include "codegen/cpu/cpu_features.h"
 #include "schedule/fuse_library.h"
 
 namespace kiln::autotune {
@@ -65,10 +68,17 @@ inline constexpr int64_t kSymbolicTuneRows = 128;
 // The GEMM libraries' versions, as tuning-database keys: "onednn 2.7.3; openblas 0.3.21 Haswell".
 std::string gemm_library_versions();
 
-// Whether tune_matmul_kernel would tune this group (else it returns the library kernel as it is).
+// Whether the CPU backend tunes this group (its tunes_gemm; find_library_groups records it in grp.tuned,
+// and tune_matmul_kernel tunes exactly the groups marked so, returning `library` for the others).
 bool worth_tuning(const Graph& g, const LibraryGroup& group, const Options& options);
 std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryGroup& group, const Options& options,
                                                   autotune::Autotuner& tuner, const std::string& device_key,
                                                   std::unique_ptr<LibraryKernel> library);
+
+// The source of kiln's GEMM template for a tuned group, at the first config of its space for
+// `features`, with the group's epilogue in the store hook: what tests/compiler/zoo_snapshot_test.cpp
+// keeps so that a refactor that changes it shows the diff. Null for a group that is not tuned.
+std::optional<codegen::cpu::KernelSource> gemm_template_source(const Graph& g, const LibraryGroup& group,
+                                                               const codegen::cpu::CpuFeatures& features);
 
 }  // namespace kiln::backend::cpu

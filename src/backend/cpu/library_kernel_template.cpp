@@ -336,11 +336,12 @@ bool worth_tuning(const Graph& g, const LibraryGroup& grp, const Options& option
 std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryGroup& grp, const Options& options,
                                                   autotune::Autotuner& tuner, const std::string& device_key,
                                                   std::unique_ptr<LibraryKernel> library) {
-  if (!worth_tuning(g, grp, options)) return library;
+  if (!grp.tuned) return library;
   const std::vector<std::string> backends = autotune::gemm_backends(options);
   auto has = [&](const char* b) { return std::find(backends.begin(), backends.end(), b) != backends.end(); };
   if (!has("onednn")) library.reset();
   std::optional<MatmulShape> shape = static_shape(g, grp);
+  KILN_INTERNAL_CHECK(shape, "GEMM group '{}' is marked tuned but has no static shape", grp.label);
   // Made on first use: a stored winner needs no benchmark operands and no reference.
   struct LazyBench {
     const Graph& g;
@@ -412,6 +413,17 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
   const std::shared_ptr<LibraryKernel>& winner = *slots.at(size_t(r.winner_index));
   if (!winner) internal_error("autotune picked '{}', which did not build", r.winner);
   return std::make_unique<SharedLibraryKernel>(winner);
+}
+
+std::optional<codegen::cpu::KernelSource> gemm_template_source(const Graph& g, const LibraryGroup& grp,
+                                                               const codegen::cpu::CpuFeatures& features) {
+  if (!grp.tuned) return std::nullopt;
+  std::optional<MatmulShape> shape = static_shape(g, grp);
+  KILN_INTERNAL_CHECK(shape, "GEMM group '{}' is marked tuned but has no static shape", grp.label);
+  const tg::GemmSpec spec = template_spec(g, *shape, grp);
+  const tg::GemmConfig config =
+      tg::config_space(spec.problem, features, false, tg::has_store_hook(spec.problem, spec.epilogue)).at(0);
+  return tg::emit_gemm(spec.problem, config, spec.epilogue, features);
 }
 
 }  // namespace kiln::backend::cpu

@@ -1,0 +1,39 @@
+// The zoo models (tests/data/zoo) with their weights, made from the manifest by
+// scripts/make_zoo_weights.py (python3-numpy) into a folder of this build's, once.
+#pragma once
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <unistd.h>
+
+namespace kiln::test_common {
+
+// The model's .onnx beside its weights, or an empty path and `why`: "SKIPPED: ..." when this machine
+// cannot make them (no numpy), anything else when making them failed.
+inline std::filesystem::path zoo_model(const std::string& model, std::string& why) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(KILN_BINARY).parent_path() / "zoo_tests" / model;
+  const fs::path onnx = dir / (model + ".onnx");
+  if (fs::exists(dir / (model + ".weights.bin")) && fs::exists(onnx)) return onnx;
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+    why = "SKIPPED: python3-numpy is not installed (scripts/install_deps.sh), so the zoo weights cannot be made";
+    return {};
+  }
+  // Into a fresh folder renamed into place, so that two test processes never read a half-written file.
+  const fs::path part = dir.string() + ".part" + std::to_string(::getpid());
+  const std::string cmd = "/usr/bin/python3 " KILN_SOURCE_DIR "/scripts/make_zoo_weights.py " + model + " " +
+                          part.string() + " >/dev/null";
+  if (std::system(cmd.c_str()) != 0) {
+    why = "make_zoo_weights.py failed: " + cmd;
+    return {};
+  }
+  std::error_code ec;
+  fs::create_directories(dir.parent_path());
+  fs::rename(part, dir, ec);  // another process may have won the race: its folder is as good
+  fs::remove_all(part, ec);
+  if (!fs::exists(onnx)) why = "no " + onnx.string() + " after make_zoo_weights.py";
+  return fs::exists(onnx) ? onnx : fs::path();
+}
+
+}  // namespace kiln::test_common
