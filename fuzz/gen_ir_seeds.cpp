@@ -45,7 +45,7 @@ Graph odd_corners() {
   ValueId f64 = b.constant("f64", Tensor::from_vector<double>(DType::f64, {}, {0.1}));
   ValueId bf = b.constant("bf", Tensor::from_vector<double>(DType::bf16, {2}, {1.5, -2.25}));
   ValueId i32 = b.constant("i32", Tensor::from_vector<int>(DType::i32, {0, 3}, {}));
-  ValueId xf = b.op(OpKind::Cast, {x}, {{"to", int64_t{1}}}, "cast/\tx");
+  ValueId xf = b.op(OpKind::Cast, {x}, {{"to", std::string("f32")}}, "cast/\tx");
   ValueId clipped = b.op(OpKind::Clip, {xf, kNoValue, b.scalar(DType::f32, 6.0)});
   ValueId sel = b.op(OpKind::Where, {m, clipped, b.scalar(DType::f32, -inf)});
   b.op_named(OpKind::Split, {sel, kNoValue}, {"first", "", "third"},
@@ -54,7 +54,7 @@ Graph odd_corners() {
               {"nostrs", std::vector<std::string>{}},
               {"t", Tensor::from_vector<int64_t>(DType::i64, {2}, {-9223372036854775807LL, 7})}});
   b.output(sel, "out");
-  b.output(b.op(OpKind::Add, {c, b.op(OpKind::Cast, {i8}, {{"to", int64_t{1}}})}));
+  b.output(b.op(OpKind::Add, {c, b.op(OpKind::Cast, {i8}, {{"to", std::string("f32")}})}));
   b.output(b.op(OpKind::Mul, {u8, u8}));
   b.output(b.op(OpKind::Identity, {f64}));
   b.output(b.op(OpKind::Identity, {bf}));

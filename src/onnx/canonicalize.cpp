@@ -1,7 +1,10 @@
 // Older opsets -> the opset-18 form every kernel expects, done while nodes are added to the graph.
 #include <fmt/format.h>
 
+#include <climits>
+
 #include "onnx/graph_reader.h"
+#include "onnx/tensor_proto.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -128,6 +131,16 @@ void add_canonical_node(OnnxGraphReader& b, OpKind op, std::string name, std::ve
     case OpKind::Softmax:
     case OpKind::LogSoftmax:
       if (opset < 13) return add_legacy_softmax(b, op, name, std::move(inputs), outputs, std::move(attrs));
+      break;
+    case OpKind::Cast:  // ONNX's element type code becomes kiln's dtype name: no ONNX codes past the importer
+      if (attrs.count("to")) {
+        const int64_t code = int_attr(attrs, "to", 0, op, name);
+        auto t = code >= INT32_MIN && code <= INT32_MAX ? dtype_from_onnx(static_cast<int>(code)) : std::nullopt;
+        if (!t)
+          unsupported("{}: cannot cast to ONNX element type {} (supported: 1 2 3 6 7 9 10 11 16)", describe(op, name),
+                     code);
+        attrs["to"] = Attribute{std::string(dtype_name(*t))};
+      }
       break;
     default: break;
   }

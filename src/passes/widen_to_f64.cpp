@@ -3,7 +3,6 @@
 
 namespace kiln {
 namespace {
-constexpr int64_t kOnnxDouble = 11;  // TensorProto.DOUBLE
 bool is_narrow_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 }  // namespace
 
@@ -15,8 +14,8 @@ void widen_to_f64(Graph& g, const Options& options) {
   }
   for (Node& n : g.nodes) {
     if (n.op == OpKind::Cast) {
-      int64_t to = n.attr_int("to", 0);
-      if (to == 1 || to == 10 || to == 16) n.attrs["to"] = Attribute{kOnnxDouble};
+      auto to = dtype_from_name(n.attr_string("to", ""));
+      if (to && is_narrow_float(*to)) n.attrs["to"] = Attribute{std::string(dtype_name(DType::f64))};
     }
     if (n.op == OpKind::Constant) {  // value_float(s) would make an f32 constant: make it an f64 tensor
       if (n.has_attr("value_float"))

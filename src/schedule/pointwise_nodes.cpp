@@ -79,16 +79,8 @@ bool supported_impl(const Graph& g, const Node& n) {
   return true;
 }
 
-DType dtype_of_cast(const Node& n) {
-  switch (n.attr_int("to", 0)) {
-    case 1: return DType::f32;
-    case 11: return DType::f64;
-    case 7: return DType::i64;
-    case 6: return DType::i32;
-    case 9: return DType::boolean;
-    default: return DType::u8;  // unsupported by the emitter: rejected by fusible via the output dtype
-  }
-}
+// Cast's target (a dtype name since the importer); unknown: u8, which the emitter rejects by the output dtype.
+DType dtype_of_cast(const Node& n) { return dtype_from_name(n.attr_string("to", "")).value_or(DType::u8); }
 
 }  // namespace
 

@@ -6,11 +6,14 @@
 namespace kiln::testing_elementwise {
 namespace {
 
-// ONNX TensorProto element type codes.
-constexpr int64_t kFloat = 1, kUint8 = 2, kInt8 = 3, kInt32 = 6, kInt64 = 7, kBool = 9, kFloat16 = 10, kDouble = 11,
-                  kBFloat16 = 16;
+// Cast's `to` in the IR is a dtype name (the importer maps ONNX's element type codes).
+constexpr DType kFloat = DType::f32, kUint8 = DType::u8, kInt8 = DType::i8, kInt32 = DType::i32, kInt64 = DType::i64,
+                kBool = DType::boolean, kFloat16 = DType::f16, kDouble = DType::f64, kBFloat16 = DType::bf16;
 
-Tensor cast(const Tensor& x, int64_t to) { return run(make_node(OpKind::Cast, 1, {{"to", int_attr(to)}}), {&x}); }
+Tensor cast_named(const Tensor& x, std::string to) {
+  return run(make_node(OpKind::Cast, 1, {{"to", Attribute{std::move(to)}}}), {&x});
+}
+Tensor cast(const Tensor& x, DType to) { return cast_named(x, std::string(dtype_name(to))); }
 
 std::vector<uint16_t> bits16(const Tensor& t) {
   std::vector<uint16_t> v(static_cast<size_t>(t.numel()));
@@ -118,10 +121,10 @@ TEST(Cast, F32AndF64AgreeForEveryTarget) {
     if (std::fmod(std::fabs(x), 7.0) < 1.0) x = static_cast<double>(static_cast<float>(x / 65536));
   Tensor x32 = f32({20000}, v);
   Tensor x64 = convert_tensor(x32, DType::f64);
-  for (int64_t to : {kFloat16, kBFloat16, kInt8, kUint8, kInt32, kInt64, kBool, kFloat, kDouble}) {
+  for (DType to : {kFloat16, kBFloat16, kInt8, kUint8, kInt32, kInt64, kBool, kFloat, kDouble}) {
     Tensor a = cast(x32, to), b = cast(x64, to);
     ASSERT_EQ(a.dtype(), b.dtype());
-    ASSERT_EQ(0, std::memcmp(a.raw(), b.raw(), a.nbytes())) << "to " << to;
+    ASSERT_EQ(0, std::memcmp(a.raw(), b.raw(), a.nbytes())) << "to " << dtype_name(to);
   }
 }
 
@@ -132,8 +135,9 @@ TEST(Cast, ErrorsAndShapes) {
   EXPECT_EQ(y.dtype(), DType::i64);
   Tensor s = f32({}, {1.5});
   EXPECT_EQ(cast(s, kDouble).as_double(0), 1.5);
-  EXPECT_THROW(cast(s, 8), UserError);   // string
-  EXPECT_THROW(cast(s, 12), UserError);  // uint32
+  EXPECT_THROW(cast_named(s, "string"), UserError);
+  EXPECT_THROW(cast_named(s, "u32"), UserError);
+  EXPECT_THROW(run(make_node(OpKind::Cast, 1, {{"to", int_attr(1)}}), {&s}), UserError);  // an ONNX code
   EXPECT_THROW(run(make_node(OpKind::Cast, 1), {&s}), UserError);  // no 'to'
 }
 

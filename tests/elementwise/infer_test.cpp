@@ -61,10 +61,10 @@ TEST(Infer, DtypesOfResults) {
   // f16 at compile time: float ops accept it and keep it (the executor widens at run time).
   EXPECT_EQ(infer(make_node(OpKind::Erf, 1), {&h})[0].dtype, DType::f16);
   EXPECT_EQ(infer(make_node(OpKind::IsNaN, 1), {&h})[0].dtype, DType::boolean);
-  auto cast = infer(make_node(OpKind::Cast, 1, {{"to", int_attr(7)}}), {&h});
+  auto cast = infer(make_node(OpKind::Cast, 1, {{"to", Attribute{std::string("i64")}}}), {&h});
   EXPECT_EQ(cast[0].dtype, DType::i64);
   EXPECT_EQ(shape_string(cast[0].shape), "[n]");
-  EXPECT_EQ(infer(make_node(OpKind::Cast, 1, {{"to", int_attr(16)}}), {&h})[0].dtype, DType::bf16);
+  EXPECT_EQ(infer(make_node(OpKind::Cast, 1, {{"to", Attribute{std::string("bf16")}}}), {&h})[0].dtype, DType::bf16);
   // Pow keeps the base's dtype whatever the exponent's.
   TensorType i = type(DType::i32, {fix(4)});
   TensorType f = type(DType::f32, {});

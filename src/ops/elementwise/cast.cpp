@@ -91,27 +91,12 @@ decltype(auto) dispatch_storage(DType t, F&& f) {
   }
 }
 
-std::optional<DType> dtype_from_onnx(int64_t code) {
-  switch (code) {
-    case 1: return DType::f32;
-    case 2: return DType::u8;
-    case 3: return DType::i8;
-    case 6: return DType::i32;
-    case 7: return DType::i64;
-    case 9: return DType::boolean;
-    case 10: return DType::f16;
-    case 11: return DType::f64;
-    case 16: return DType::bf16;
-    default: return std::nullopt;
-  }
-}
-
 DType cast_target(const InferContext& ctx) {
   const Node& n = ctx.node();
   if (!n.has_attr("to")) ctx.fail("attribute 'to' is required");
-  int64_t code = n.attr_int("to", 0);
-  auto t = dtype_from_onnx(code);
-  if (!t) ctx.fail("cannot cast to ONNX element type {} (supported: 1 2 3 6 7 9 10 11 16)", code);
+  const std::string to = n.attr_string("to", "");
+  auto t = dtype_from_name(to);
+  if (!t) ctx.fail("attribute 'to' is '{}', not a dtype name (f32, f16, bf16, f64, i8, u8, i32, i64, bool)", to);
   return *t;
 }
 
