@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "backend/cpu/cpu_device.h"
-#include "autotune/tuning_db.h"
+#include "autotune/softmax_calibration.h"
 #include "report/bench.h"
 #include "report/html.h"
 #include "report/locate.h"

@@ -35,7 +35,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "autotune/tuning_db.h"
+#include "autotune/softmax_calibration.h"
 #include "codegen/cpu/compile_kernels.h"
 #include "codegen/cpu/emit_pointwise.h"
 #include "codegen/cpu/emit_row.h"

@@ -1,5 +1,6 @@
 // The autotuner's results database: <cache_dir>/tuning.sqlite (file 0600 in a 0700 folder), SQLite
-// through its C API. (The softmax calibrations live apart in tuning.json, see tuning_db.h.)
+// through its C API: the one tuning store, for GEMM picks and the softmax router's calibrations
+// (softmax_calibration.h).
 //
 // Tables: kiln_meta (format = "kiln-tuning", schema = 1), results (one row per tuned key: the winner,
 // every candidate's timings as JSON, how thoroughly it was measured, when) and attempts (a candidate

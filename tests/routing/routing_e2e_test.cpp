@@ -7,7 +7,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_device.h"
-#include "autotune/tuning_db.h"
+#include "autotune/softmax_calibration.h"
 #include "routing_test_util.h"
 #include "schedule/fuse_rows.h"
 #include "schedule/softmax_route.h"

@@ -100,7 +100,7 @@ TEST_F(SweepCli, TinySweepWritesRecordsAndStoresThresholds) {
   EXPECT_NE(html.find("<polyline"), std::string::npos);
   EXPECT_NE(html.find("chosen by kiln"), std::string::npos);
   EXPECT_NE(html.find("(chosen)"), std::string::npos);
-  const fs::path db = root / "cache" / "tuning.json";
+  const fs::path db = root / "cache" / "tuning.sqlite";
   EXPECT_TRUE(fs::exists(db));
   EXPECT_NE(out.find("routing now uses: calibration " + db.string()), std::string::npos) << out;
   // The stored sweep is what `kiln bench --html` draws when given no --sweep file.
@@ -139,7 +139,7 @@ TEST_F(SweepCli, BadArgumentsAreUserErrors) {
   EXPECT_EQ(kiln("sweep softmax --widths 0", out), 1);
   // A corrupt database: the sweep says the defaults apply and why.
   std::filesystem::create_directories(root / "cache");
-  std::ofstream(root / "cache" / "tuning.json") << "{not json";
+  std::ofstream(root / "cache" / "tuning.sqlite") << "{not a database";
   ASSERT_EQ(kiln("sweep softmax --threads 1 --widths 64 --no-attention --elements 512 --budget-ms 1", out), 0) << out;
   EXPECT_NE(out.find("routing now uses: defaults"), std::string::npos) << out;
   EXPECT_NE(out.find("corrupt"), std::string::npos) << out;

@@ -1,7 +1,9 @@
-// The tuning database (autotune/tuning_db.h) and the router's loader of it (softmax_route.h):
-// thresholds round-trip, a corrupt or foreign file is ignored (defaults, never a crash) and replaced
-// by the next store, concurrent writers lose nothing, files are private.
+// The softmax calibration in the one tuning store (autotune/softmax_calibration.h over tuning.sqlite)
+// and the CPU backend's loader of it: thresholds round-trip, a corrupt or foreign file is ignored
+// (defaults, never a crash) and never replaced (a store says why), concurrent writers lose nothing,
+// files are private.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,7 +16,8 @@
 
 #include "backend/cpu/cpu_device.h"
 #include "autotune/device_key.h"
-#include "autotune/tuning_db.h"
+#include "autotune/softmax_calibration.h"
+#include "autotune/tuning_store.h"
 #include "kiln/errors.h"
 #include "kiln/options.h"
 #include "schedule/softmax_route.h"
@@ -34,7 +37,7 @@ class TuningDb : public ::testing::Test {
     std::string pattern = (fs::temp_directory_path() / "kiln-sweep-test-XXXXXX").string();
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     root = pattern;
-    db = root / "cache" / autotune::kTuningFileName;
+    db = root / "cache" / autotune::kTuningStoreFileName;
   }
   void TearDown() override {
     std::error_code ec;
@@ -83,22 +86,11 @@ TEST_F(TuningDb, FilesArePrivate) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
-TEST_F(TuningDb, CorruptOrForeignFilesAreIgnoredThenReplaced) {
+TEST_F(TuningDb, CorruptOrForeignFilesAreIgnoredAndNeverReplaced) {
   const std::vector<std::string> bad = {
-      "",
-      "{\"format\": \"kiln-tuning\", \"version\": 1, \"devices\": {",  // truncated
+      std::string("SQLite format 3\0", 16) + "truncated",
       "\x7f" "ELF\x02\x01\x01 garbage",
-      "[1, 2, 3]",
-      "{\"format\": \"something else\", \"version\": 1, \"devices\": {}}",
-      "{\"format\": \"kiln-tuning\", \"version\": 2, \"devices\": {\"dev\": {}}}",
-      "{\"format\": \"kiln-tuning\", \"version\": 1, \"devices\": []}",
-      "{\"format\": \"kiln-tuning\", \"version\": 1, \"devices\": {\"dev\": 7}}",
-      "{\"format\": \"kiln-tuning\", \"version\": 1, \"devices\": {\"dev\": {\"softmax\": "
-      "{\"max_fused_width\": \"wide\", \"library_min_width\": 5}}}}",
-      "{\"format\": \"kiln-tuning\", \"version\": 1, \"devices\": {\"dev\": {\"softmax\": "
-      "{\"max_fused_width\": -3, \"library_min_width\": 0}}}}",
-      "{\"format\": \"kiln-tuning\", \"version\": 1, \"devices\": {\"dev\": {\"softmax\": "
-      "{\"max_fused_width\": 1.5e300, \"library_min_width\": null}}}}",
+      "{\"format\": \"kiln-tuning\", \"version\": 1, \"devices\": {}}",  // the old JSON file's name was another
   };
   for (const std::string& text : bad) {
     write_file(text);
@@ -106,17 +98,23 @@ TEST_F(TuningDb, CorruptOrForeignFilesAreIgnoredThenReplaced) {
     EXPECT_FALSE(load_softmax_calibration(db, "dev", &why)) << text;
     EXPECT_FALSE(why.empty()) << text;
     // The router keeps its defaults and says why.
-    Options o = options();
     std::string router_why;
-    schedule::RoutingThresholds t = backend::cpu::routing_thresholds(o, &router_why);
+    schedule::RoutingThresholds t = backend::cpu::routing_thresholds(options(), &router_why);
     EXPECT_EQ(t.source, "defaults") << text;
     EXPECT_NE(router_why.find(db.string()), std::string::npos) << router_why;
-    // A store replaces the unusable file.
-    store_softmax_calibration(db, "dev", {10, 20});
-    auto c = load_softmax_calibration(db, "dev");
-    ASSERT_TRUE(c) << text;
-    EXPECT_EQ(c->library_min_width, 20);
+    // A store does not replace a file that is not ours: it may be another program's.
+    EXPECT_THROW(store_softmax_calibration(db, "dev", {10, 20}), UserError) << text;
+    std::ifstream in(db, std::ios::binary);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), text);
   }
+  // Another program's SQLite database.
+  fs::remove(db);
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "CREATE TABLE photos(id INTEGER);", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  EXPECT_FALSE(load_softmax_calibration(db, "dev"));
+  EXPECT_THROW(store_softmax_calibration(db, "dev", {1, 2}), UserError);
   // Not a regular file at all.
   fs::remove(db);
   fs::create_directories(db);
@@ -125,11 +123,34 @@ TEST_F(TuningDb, CorruptOrForeignFilesAreIgnoredThenReplaced) {
   EXPECT_THROW(store_softmax_calibration(db, "dev", {1, 2}), UserError);
 }
 
+TEST_F(TuningDb, AMalformedRecordReadsAsNone) {
+  autotune::TuningKey key;
+  key.op_signature = "softmax_routing";
+  key.shape_key = "thresholds by row width";
+  key.dtype = "f32";
+  key.device_key = "d";
+  for (const char* record : {"[1, 2]", "{\"max_fused_width\": \"wide\", \"library_min_width\": 5, \"library_max_width\": 0}",
+                             "{\"max_fused_width\": 500, \"library_min_width\": null, \"library_max_width\": -2}",
+                             "{\"max_fused_width\": 1.5e300, \"library_min_width\": null, \"library_max_width\": 0}",
+                             "not json"}) {
+    autotune::TuningStore store(db);
+    ASSERT_TRUE(store.store(key, {"thresholds", record, 1, 0}, true));
+    std::string why;
+    EXPECT_FALSE(load_softmax_calibration(db, "d", &why)) << record;
+    EXPECT_NE(why.find("malformed"), std::string::npos) << why;
+  }
+  // The GEMM picks and the calibrations share the file: a calibration stored now reads back.
+  store_softmax_calibration(db, "d", {500, kNever, 0});
+  auto c = load_softmax_calibration(db, "d");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->library_min_width, kNever);
+}
+
 TEST_F(TuningDb, RouterReadsThisDevicesCalibration) {
   Options o = options();
   std::string why;
   EXPECT_EQ(backend::cpu::routing_thresholds(o, &why).source, "defaults");
-  EXPECT_NE(why.find("no file"), std::string::npos) << why;
+  EXPECT_NE(why.find("no tuning store"), std::string::npos) << why;
   EXPECT_EQ(backend::cpu::tuning_db_path(o), db.string());
   const std::string key = backend::cpu::device_key(o);
   EXPECT_NE(key.find(autotune::cpu_model_name()), std::string::npos) << key;
@@ -177,19 +198,6 @@ TEST_F(TuningDb, RouterReadsThisDevicesCalibration) {
   EXPECT_TRUE(schedule::route_by_width(2048, t).split_rows);
 }
 
-TEST_F(TuningDb, OlderFilesWithoutAShortRowWidthReadAsNone) {
-  write_file(R"({"format": "kiln-tuning", "version": 1, "devices": {"d": {"softmax": )"
-             R"({"max_fused_width": 500, "library_min_width": null}}}})");
-  auto c = load_softmax_calibration(db, "d");
-  ASSERT_TRUE(c);
-  EXPECT_EQ(c->library_max_width, 0);
-  write_file(R"({"format": "kiln-tuning", "version": 1, "devices": {"d": {"softmax": )"
-             R"({"max_fused_width": 500, "library_min_width": null, "library_max_width": -2}}}})");
-  std::string why;
-  EXPECT_FALSE(load_softmax_calibration(db, "d", &why));
-  EXPECT_NE(why.find("malformed"), std::string::npos) << why;
-}
-
 TEST_F(TuningDb, ConcurrentWritersLoseNothing) {
   constexpr int kWriters = 8, kWrites = 12;
   std::vector<std::thread> threads;
@@ -212,9 +220,6 @@ TEST_F(TuningDb, ConcurrentWritersLoseNothing) {
     ASSERT_TRUE(c) << w;
     EXPECT_EQ(c->max_fused_width, int64_t(w) * 1000 + kWrites - 1);
   }
-  // No temp files left behind.
-  for (const auto& e : fs::directory_iterator(db.parent_path()))
-    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
 }
 
 }  // namespace

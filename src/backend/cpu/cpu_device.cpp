@@ -4,7 +4,9 @@
 #include <omp.h>
 
 #include "autotune/device_key.h"
-#include "autotune/tuning_db.h"
+#include "autotune/softmax_calibration.h"
+#include "autotune/tuning_store.h"
+#include "autotune/softmax_calibration.h"
 #include "codegen/cpu/cpu_features.h"
 #include "codegen/cpu/kernel_cache.h"
 #include "support/error.h"
@@ -21,7 +23,7 @@ std::string device_key(const Options& options) {
 }
 
 std::string tuning_db_path(const Options& options) {
-  return (codegen::cpu::resolve_cache_dir(options) / autotune::kTuningFileName).string();
+  return (codegen::cpu::resolve_cache_dir(options) / autotune::kTuningStoreFileName).string();
 }
 
 RoutingThresholds routing_thresholds(const Options& options, std::string* why) {

@@ -13,7 +13,7 @@ namespace kiln::backend::cpu {
 // count when that is 0.
 std::string device_key(const Options& options);
 
-// <cache dir>/tuning.json (the cache dir as the kernel cache resolves it).
+// <cache dir>/tuning.sqlite, the one tuning store (the cache dir as the kernel cache resolves it).
 std::string tuning_db_path(const Options& options);
 
 // This device's calibration: the thresholds `kiln sweep softmax --store` measured, from the tuning

@@ -1,14 +1,11 @@
-// kiln's tuning database: measured settings per device, one JSON file next to the kernel cache
-// (<cache_dir>/tuning.json, mode 0600 in the 0700 cache folder). Today it holds the softmax routing
-// thresholds that `kiln sweep softmax --store` measures and the router reads (softmax_route.h).
+// The softmax router's calibration per device, in the one tuning store (tuning_store.h,
+// <cache_dir>/tuning.sqlite) beside the autotuner's GEMM picks: what `kiln sweep softmax --store`
+// measures and the CPU backend's router thresholds read. One record per device key (op signature
+// "softmax_routing"), holding the thresholds and the sweep's measurements as JSON.
 //
-// Format: {"format": "kiln-tuning", "version": 1, "devices": {DEVICE_KEY: {"softmax": {
-//   "max_fused_width": N, "library_min_width": N or null (never), "library_max_width": N (0: none; absent
-//   in files written before it existed), "measured": {...}}}}}
-// Reading never fails: a missing, unreadable, corrupt or foreign file (another format, another
-// version, wrong field types) gives nullopt and the caller keeps its defaults. Writing is
-// read-modify-write under an exclusive flock on <file>.lock, then a private temp file renamed over
-// the database, so concurrent writers lose no device's entry and readers never see half a file.
+// Reading never fails: no store, an unusable one (not ours, another schema) or a malformed record
+// gives nullopt and the caller keeps its defaults; `why` says which. The store's own locking (WAL,
+// BEGIN IMMEDIATE) keeps concurrent writers from losing each other's devices.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -18,16 +15,13 @@
 
 namespace kiln::autotune {
 
-inline constexpr const char* kTuningFileName = "tuning.json";
-
 struct SoftmaxCalibration {
   int64_t max_fused_width = 0;    // per-row fused kernel up to this width
   int64_t library_min_width = 0;  // library from this width; INT64_MAX: never
   int64_t library_max_width = 0;  // library for rows up to this width (short rows); 0: none
 };
 
-// The calibration stored for `device_key`, or nullopt (none, or an unusable file; `why`, if given,
-// says which).
+// The calibration stored for `device_key` in the store file `db`, or nullopt (`why`, if given, says why).
 std::optional<SoftmaxCalibration> load_softmax_calibration(const std::filesystem::path& db,
                                                            const std::string& device_key,
                                                            std::string* why = nullptr);
@@ -37,8 +31,8 @@ std::optional<SoftmaxCalibration> load_softmax_calibration(const std::filesystem
 std::optional<nlohmann::json> load_softmax_measurements(const std::filesystem::path& db, const std::string& device_key);
 
 // Stores (replaces) the calibration of `device_key`, with `measured` (the sweep's records) beside it.
-// Creates the folder (0700) and the file (0600); a corrupt or foreign file is replaced. I/O failures
-// are user errors naming the file.
+// A store that cannot be written (a file that is not ours, a folder that cannot be made) is a user
+// error naming the file and why.
 void store_softmax_calibration(const std::filesystem::path& db, const std::string& device_key,
                                const SoftmaxCalibration& calibration, const nlohmann::json& measured = {});
 
