@@ -1,0 +1,116 @@
+// NVRTC: runs on any machine with the toolkit's library, GPU or not.
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "cuda_test_util.h"
+#include "kiln/errors.h"
+
+namespace kiln::backend::cuda::testing {
+namespace {
+
+bool contains(const std::vector<std::string>& options, const std::string& option) {
+  return std::find(options.begin(), options.end(), option) != options.end();
+}
+
+TEST_F(NvrtcTest, CompilesAKernelToAnElfCubin) {
+  CompiledCubin compiled = compile_to_cubin(kAxpbSource, "axpb.cu", "sm_90a");
+  ASSERT_GE(compiled.cubin.size(), 4u);
+  EXPECT_EQ(std::memcmp(compiled.cubin.data(), "\x7f" "ELF", 4), 0) << "a cubin is an ELF image";
+  std::string_view image(compiled.cubin.data(), compiled.cubin.size());
+  EXPECT_NE(image.find("axpb"), std::string_view::npos) << "the kernel's extern \"C\" name is in its symbol table";
+  EXPECT_TRUE(contains(compiled.options, "--gpu-architecture=sm_90a"));
+  EXPECT_TRUE(contains(compiled.options, "-std=c++17"));
+  EXPECT_TRUE(contains(compiled.options, "-default-device"));
+  for (const std::string& option : compiled.options) EXPECT_EQ(option.find("fast_math"), std::string::npos) << option;
+  std::cout << "NVRTC " << nvrtc().major << "." << nvrtc().minor << " (" << nvrtc().library << "): "
+            << compiled.cubin.size() << "-byte cubin for sm_90a\n";
+}
+
+TEST_F(NvrtcTest, ASyntaxErrorIsAnInternalErrorCarryingTheLog) {
+  const char* broken = "extern \"C\" __global__ void broken(float* y) {\n"
+                       "  int i = threadIdx.x;\n"
+                       "  y[i] = 1.0f\n"
+                       "}\n";
+  try {
+    compile_to_cubin(broken, "broken_kernel.cu", "sm_90a");
+    FAIL() << "a kernel with a syntax error compiled";
+  } catch (const InternalError& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("broken_kernel.cu(4): error: expected a \";\""), std::string::npos) << message;
+    EXPECT_NE(message.find("does not compile for sm_90a"), std::string::npos) << message;
+    EXPECT_NE(message.find("--gpu-architecture=sm_90a"), std::string::npos) << message;
+  }
+}
+
+TEST_F(NvrtcTest, TimesATinyKernel) {
+  const char* tiny = "extern \"C\" __global__ void tiny(float* y) { y[threadIdx.x] = 1.0f; }\n";
+  compile_to_cubin(tiny, "warmup.cu", "sm_90a");  // the first compile also loads NVRTC's builtins
+  CompiledCubin compiled = compile_to_cubin(tiny, "tiny.cu", "sm_90a");
+  std::cout << "NVRTC compiled a tiny kernel for sm_90a in " << compiled.seconds * 1e3 << " ms\n";
+  RecordProperty("tiny_kernel_compile_ms", std::to_string(compiled.seconds * 1e3));
+}
+
+// kiln compiles its generated kernels in parallel: NVRTC's first use and its programs are per thread.
+TEST_F(NvrtcTest, CompilesOnSeveralThreadsAtOnce) {
+  std::vector<std::thread> threads;
+  std::vector<size_t> sizes(4, 0);
+  std::vector<std::string> errors(sizes.size());
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    threads.emplace_back([&sizes, &errors, t] {
+      try {
+        sizes[t] = compile_to_cubin(kAxpbSource, "axpb_" + std::to_string(t) + ".cu", "sm_90").cubin.size();
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    EXPECT_EQ(errors[t], "");
+    EXPECT_GT(sizes[t], 0u);
+  }
+}
+
+TEST_F(NvrtcTest, FastMathIsRefused) {
+  for (const char* option :
+       {"--use_fast_math", "-use_fast_math", "--ftz=true", "--prec-div=false", "--prec-sqrt=false"}) {
+    EXPECT_THROW(nvrtc_options("sm_90", {option}), InternalError) << option;
+  }
+  EXPECT_NO_THROW(nvrtc_options("sm_90", {"-lineinfo"}));
+}
+
+TEST_F(NvrtcTest, AnArchitectureNvrtcLacksIsAUserErrorAndAMalformedOneAnInternalError) {
+  try {
+    compile_to_cubin(kAxpbSource, "axpb.cu", "sm_20");
+    FAIL() << "compiled for sm_20";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot compile for sm_20"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(compile_to_cubin(kAxpbSource, "axpb.cu", "compute_90"), InternalError);
+  EXPECT_THROW(compile_to_cubin(kAxpbSource, "axpb.cu", "sm_9x"), InternalError);
+}
+
+// Runs everywhere: the candidates are names no machine has.
+TEST(NvrtcLoader, AMissingLibraryIsAUserErrorNamingEachCandidate) {
+  try {
+    load_nvrtc({"libkiln-no-such-nvrtc.so.13", "/nonexistent/lib64/libnvrtc.so"});
+    FAIL() << "loaded a library that does not exist";
+  } catch (const UserError& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("no NVRTC library"), std::string::npos) << message;
+    EXPECT_NE(message.find("libkiln-no-such-nvrtc.so.13"), std::string::npos) << message;
+    EXPECT_NE(message.find("/nonexistent/lib64/libnvrtc.so"), std::string::npos) << message;
+  }
+}
+
+TEST(NvrtcLoader, TriesTheToolkitsMajorVersionFirst) {
+  std::vector<std::string> candidates = nvrtc_library_candidates();
+  ASSERT_GE(candidates.size(), 2u);
+  EXPECT_EQ(candidates[0], "libnvrtc.so." + std::to_string(CUDA_VERSION / 1000));
+  EXPECT_EQ(candidates[1], "libnvrtc.so");
+}
+
+}  // namespace
+}  // namespace kiln::backend::cuda::testing
