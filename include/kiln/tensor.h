@@ -1,6 +1,8 @@
 // Tensor: a dense, row-major (contiguous) array with a dtype and a concrete shape. Copies share the
 // buffer; clone() copies the data. The buffer may be owned, or borrowed from something that outlives it
-// (a mapped weight file), kept alive by the owner handle.
+// (a mapped weight file, a backend's arena), kept alive by the owner handle, and it lives on a device:
+// host memory unless a backend's allocator placed it elsewhere. Element reads (data<T>, as_double,
+// clone) are for host tensors only.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -12,13 +14,24 @@
 
 namespace kiln {
 
+// Where a tensor's buffer lives.
+struct Device {
+  enum class Kind : uint8_t { host, cuda };
+  Kind kind = Kind::host;
+  int index = 0;  // which GPU (cuda)
+  bool is_host() const { return kind == Kind::host; }
+  bool operator==(const Device&) const = default;
+};
+std::string device_string(const Device& d);  // "host", "cuda:0"
+
 class Tensor {
  public:
   Tensor() = default;
   // Allocates 64-byte aligned storage (zeroed). Size arithmetic is checked.
   static Tensor empty(DType dtype, std::vector<int64_t> shape);
-  // Wraps memory kept alive by `owner` (no copy).
-  static Tensor wrap(DType dtype, std::vector<int64_t> shape, std::shared_ptr<const void> owner, void* data);
+  // Wraps memory kept alive by `owner` (no copy), on `device`.
+  static Tensor wrap(DType dtype, std::vector<int64_t> shape, std::shared_ptr<const void> owner, void* data,
+                     Device device = {});
   template <class T>
   static Tensor from_vector(DType dtype, std::vector<int64_t> shape, const std::vector<T>& values);
   template <class T>
@@ -31,6 +44,7 @@ class Tensor {
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
   bool defined() const { return data_ != nullptr || numel_ == 0; }
+  const Device& device() const { return device_; }
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }
@@ -53,6 +67,7 @@ class Tensor {
   int64_t numel_ = 0;
   std::shared_ptr<const void> owner_;
   void* data_ = nullptr;
+  Device device_;
 };
 
 // Half-precision conversions (round to nearest even).

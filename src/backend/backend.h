@@ -52,6 +52,8 @@ class Allocator {
   virtual ~Allocator() = default;
   // At least `bytes`, 64-byte aligned; freed when the last owner lets go. Out of memory: a user error.
   virtual std::shared_ptr<void> allocate(int64_t bytes) const = 0;
+  // Where what it allocates lives (planned buffers are wrapped as tensors on it).
+  virtual Device device() const { return {}; }
 };
 
 // One compile's work on a backend: its kernels, and the state that spans the model (the autotuner,
@@ -67,6 +69,9 @@ class BackendCompile {
                                                                  const std::vector<GeneratedGroup>& groups) = 0;
   // A node that runs on its own: its eager kernel (or a view).
   virtual std::unique_ptr<Kernel> node_kernel(const Graph& g, const Node& node) = 0;
+  // A graph constant a step reads, where the backend's kernels read it (a device uploads it once, in
+  // the precision it runs in). The host keeps the graph's own tensor.
+  virtual std::shared_ptr<const Tensor> place_constant(std::shared_ptr<const Tensor> constant) { return constant; }
   // Called once, after every kernel is built.
   virtual TuningStats finish() = 0;
 };

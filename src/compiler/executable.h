@@ -17,6 +17,8 @@ struct Executable {
   std::vector<Step> steps;
   std::vector<std::unique_ptr<backend::Kernel>> kernels;  // Step::kernel indexes these
   std::vector<int> last_use;  // per value: the last step that reads it (graph outputs: never freed)
+  // Per value: a constant a step reads, as the backend placed it (BackendCompile::place_constant).
+  std::vector<std::shared_ptr<const Tensor>> constants;
   MemoryPlan memory;
   PlanStats plan;
   backend::TuningStats tuning;

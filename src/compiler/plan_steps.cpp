@@ -1,5 +1,5 @@
-// The last pass: a step for every node no group computes (its kernel from the backend), then the
-// memory plan. Returns the plan as text (KILN_DEBUG=fusion, --dump-dir).
+// The last pass: a step for every node no group computes (its kernel from the backend), the constants
+// the steps read placed by the backend, then the memory plan. Returns the plan as text (KILN_DEBUG=fusion, --dump-dir).
 #include <fmt/format.h>
 
 #include "compiler/compile_state.h"
@@ -17,6 +17,11 @@ std::string plan_steps(CompileState& s, Executable& exe) {
     s.kernels.push_back(s.job->node_kernel(g, g.nodes[size_t(step.node)]));
   }
   exe.kernels = std::move(s.kernels);
+  exe.constants.assign(g.values.size(), nullptr);
+  for (const Step& step : exe.steps)
+    for (ValueId v : step.inputs)
+      if (v != kNoValue && g.value(v).constant && !exe.constants[size_t(v)])
+        exe.constants[size_t(v)] = s.job->place_constant(g.value(v).constant);
   exe.last_use = last_uses(g, exe.steps);
   exe.memory = plan_memory(g, exe.steps);
   exe.plan = plan_stats(g, exe.steps, exe.memory);

@@ -25,8 +25,14 @@ Tensor Tensor::empty(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
-Tensor Tensor::wrap(DType dtype, std::vector<int64_t> shape, std::shared_ptr<const void> owner, void* data) {
+std::string device_string(const Device& d) {
+  return d.is_host() ? std::string("host") : fmt::format("cuda:{}", d.index);
+}
+
+Tensor Tensor::wrap(DType dtype, std::vector<int64_t> shape, std::shared_ptr<const void> owner, void* data,
+                    Device device) {
   Tensor t;
+  t.device_ = device;
   t.dtype_ = dtype;
   t.numel_ = checked_numel(shape, "tensor");
   t.shape_ = std::move(shape);
@@ -36,6 +42,7 @@ Tensor Tensor::wrap(DType dtype, std::vector<int64_t> shape, std::shared_ptr<con
 }
 
 Tensor Tensor::clone() const {
+  KILN_INTERNAL_CHECK(device_.is_host(), "clone of a tensor on {}", device_string(device_));
   Tensor t = empty(dtype_, shape_);
   if (nbytes()) std::memcpy(t.data_, data_, nbytes());
   return t;
@@ -50,6 +57,7 @@ Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
 }
 
 double Tensor::as_double(int64_t i) const {
+  KILN_INTERNAL_CHECK(device_.is_host(), "element read of a tensor on {}", device_string(device_));
   switch (dtype_) {
     case DType::f32: return data<float>()[i];
     case DType::f64: return data<double>()[i];

@@ -31,7 +31,7 @@ class ArenaLease {
     int slot = exe_.memory.slot_of[size_t(id)];
     if (slot < 0) return Tensor();
     char* base = static_cast<char*>(arena_.get()) + exe_.memory.slot_offset[size_t(slot)];
-    return Tensor::wrap(v.type.dtype, static_dims(v.type.shape), arena_, base);
+    return Tensor::wrap(v.type.dtype, static_dims(v.type.shape), arena_, base, exe_.allocator->device());
   }
 
  private:
@@ -146,7 +146,7 @@ std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
     ins.clear();
     for (ValueId v : step.inputs) {
       if (v == kNoValue) ins.push_back(nullptr);
-      else if (g.value(v).constant) ins.push_back(g.value(v).constant.get());
+      else if (g.value(v).constant) ins.push_back(exe.constants[size_t(v)].get());
       else {
         KILN_INTERNAL_CHECK(present[static_cast<size_t>(v)], "executor: {} reads '{}' before it is made",
                             g.describe(n), g.value(v).name);
