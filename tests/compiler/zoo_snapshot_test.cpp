@@ -26,10 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using Files = std::map<std::string, std::string>;  // path under the model's folder -> content
 
-std::string content_name(const std::string& prefix, const std::string& text) {
-  return fmt::format("{}_{:016x}.cpp", prefix, std::hash<std::string>{}(text));
-}
-
 // The CPU backend's plan, with the sources it would compile recorded instead of compiled.
 class SnapshotBackend final : public backend::Backend {
  public:
@@ -64,8 +60,12 @@ class SnapshotBackend final : public backend::Backend {
    public:
     Compile(Files& files, testing_backend::InterpreterCounts& counts) : files_(files), counts_(counts) {}
     std::unique_ptr<backend::Kernel> library_kernel(const Graph& g, const schedule::LibraryGroup& grp) override {
-      if (auto src = backend::cpu::gemm_template_source(g, grp, codegen::cpu::CpuFeatures::avx512_tier()))
-        files_["gemm/" + content_name("gemm", src->code)] = src->code;
+      if (auto src = backend::cpu::gemm_template_source(g, grp, codegen::cpu::CpuFeatures::avx512_tier())) {
+        std::string name = "gemm/" + src->name + ".cpp";
+        for (int k = 2; files_.count(name) && files_[name] != src->code; ++k)  // same sizes, other epilogue
+          name = fmt::format("gemm/{}_{}.cpp", src->name, k);
+        files_[name] = src->code;
+      }
       return std::make_unique<testing_backend::GroupInterpreter>(g, grp.nodes, grp.inputs, grp.output, counts_);
     }
     std::vector<std::unique_ptr<backend::Kernel>> generated_kernels(

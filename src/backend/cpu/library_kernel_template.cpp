@@ -423,7 +423,12 @@ std::optional<codegen::cpu::KernelSource> gemm_template_source(const Graph& g, c
   const tg::GemmSpec spec = template_spec(g, *shape, grp);
   const tg::GemmConfig config =
       tg::config_space(spec.problem, features, false, tg::has_store_hook(spec.problem, spec.epilogue)).at(0);
-  return tg::emit_gemm(spec.problem, config, spec.epilogue, features);
+  codegen::cpu::KernelSource source = tg::emit_gemm(spec.problem, config, spec.epilogue, features);
+  // A stable, readable name: what the group computes, its sizes and the config.
+  source.name = fmt::format("{}_m{}_n{}_k{}_b{}{}{}_{}", grp.label, spec.problem.m, spec.problem.n, spec.problem.k,
+                            spec.problem.batch, spec.problem.trans_a ? "_ta" : "", spec.problem.trans_b ? "_tb" : "",
+                            config.name());
+  return source;
 }
 
 }  // namespace kiln::backend::cpu
