@@ -83,7 +83,7 @@ Shape parse_shape(const std::string& text) {
 }
 
 // GELU in ONNX's erf form, as compiled models' GEMM epilogues compute it.
-const char* gelu_body() { return backend::cpu::activation_cpp(schedule::LibraryActivation::gelu_erf); }
+std::string gelu_body() { return backend::cpu::activation_cpp(schedule::LibraryActivation::gelu_erf); }
 double gelu(double v) { return backend::cpu::activation_fp64(schedule::LibraryActivation::gelu_erf, v); }
 
 // Inputs, the reference rows and the output buffers of one shape.

@@ -38,11 +38,12 @@ bool tail_op(OpKind op) {
 
 }  // namespace
 
-// The tail as one scalar expression: load 0 is the running value, load i + 1 tail operand i.
-ScalarExpr tail_expr(const Graph& g, const LibraryGroup& grp) {
-  ScalarExpr cur = loops::load(0, loops::Expr::constant(0), DType::f32);
+namespace {
+
+// The tail applied to `cur`; its operands are loads first_load, first_load + 1, ...
+ScalarExpr append_tail(const Graph& g, const LibraryGroup& grp, ScalarExpr cur, int first_load) {
   ValueId running = kNoValue;  // the value `cur` stands for
-  size_t next_operand = 0;
+  int next_operand = 0;
   for (size_t t = 0; t < grp.tail.size(); ++t) {
     const Node& n = g.nodes[size_t(grp.tail[t])];
     std::vector<ScalarExpr> in;
@@ -53,8 +54,8 @@ ScalarExpr tail_expr(const Graph& g, const LibraryGroup& grp) {
       } else if (g.value(v).constant && g.value(v).constant->numel() == 1) {
         in.push_back(loops::constant(g.value(v).constant->as_double(0), DType::f32));
       } else {
-        KILN_INTERNAL_CHECK(next_operand < grp.tail_inputs.size(), "gemm tail: more operands than inputs");
-        in.push_back(loops::load(static_cast<int>(++next_operand), loops::Expr::constant(0), DType::f32));
+        KILN_INTERNAL_CHECK(next_operand < static_cast<int>(grp.tail_inputs.size()), "gemm tail: more operands than inputs");
+        in.push_back(loops::load(first_load + next_operand++, loops::Expr::constant(0), DType::f32));
       }
     }
     cur = pointwise_node_expr(n, in);
@@ -63,7 +64,44 @@ ScalarExpr tail_expr(const Graph& g, const LibraryGroup& grp) {
   return cur;
 }
 
-namespace {
+ScalarExpr f32(double v) { return loops::constant(v, DType::f32); }
+
+}  // namespace
+
+ScalarExpr tail_expr(const Graph& g, const LibraryGroup& grp) {
+  return append_tail(g, grp, loops::load(0, loops::Expr::constant(0), DType::f32), 1);
+}
+
+ScalarExpr activation_expr(LibraryActivation a, const ScalarExpr& x) {
+  using loops::binary;
+  using loops::unary;
+  switch (a) {
+    case LibraryActivation::none: return x;
+    case LibraryActivation::relu: return unary(UnaryOp::Relu, x);
+    case LibraryActivation::tanh: return unary(UnaryOp::Tanh, x);
+    case LibraryActivation::sigmoid: return unary(UnaryOp::Sigmoid, x);
+    case LibraryActivation::gelu_erf:  // 0.5 * x * (1 + erf(x / sqrt(2)))
+      return binary(BinaryOp::Mul, binary(BinaryOp::Mul, f32(0.5), x),
+                    binary(BinaryOp::Add, f32(1.0), unary(UnaryOp::Erf, binary(BinaryOp::Mul, x, f32(M_SQRT1_2)))));
+    case LibraryActivation::gelu_tanh: {  // 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x * x * x)))
+      ScalarExpr cube = binary(BinaryOp::Mul, binary(BinaryOp::Mul, binary(BinaryOp::Mul, f32(0.044715), x), x), x);
+      ScalarExpr inner = binary(BinaryOp::Mul, f32(std::sqrt(2.0 / M_PI)), binary(BinaryOp::Add, x, cube));
+      return binary(BinaryOp::Mul, binary(BinaryOp::Mul, f32(0.5), x),
+                    binary(BinaryOp::Add, f32(1.0), unary(UnaryOp::Tanh, inner)));
+    }
+  }
+  internal_error("activation_expr: activation {}", static_cast<int>(a));
+}
+
+ScalarExpr epilogue_expr(const Graph& g, const LibraryGroup& grp) {
+  ScalarExpr cur = activation_expr(grp.act, loops::load(0, loops::Expr::constant(0), DType::f32));
+  if (grp.residual >= 0)
+    cur = loops::binary(BinaryOp::Add, cur, loops::load(1, loops::Expr::constant(0), DType::f32));
+  cur = activation_expr(grp.act_after, cur);
+  return append_tail(g, grp, cur, grp.residual >= 0 ? 2 : 1);
+}
+
+bool is_identity(const ScalarExpr& e) { return e.kind() == ScalarKind::Load && e.input() == 0; }
 
 // ONNX semantics in double: Relu keeps NaN, Max and Min return NaN when either side is.
 double expr_fp64(const ScalarExpr& e, const std::vector<double>& loads) {
@@ -98,10 +136,8 @@ double expr_fp64(const ScalarExpr& e, const std::vector<double>& loads) {
       default: break;
     }
   }
-  internal_error("gemm tail: {} has no fp64 form", loops::to_string(e));
+  internal_error("gemm epilogue: {} has no fp64 form", loops::to_string(e));
 }
-
-}  // namespace
 
 bool tail_operand_per_column(const Graph& g, ValueId operand) {
   return g.value(operand).constant != nullptr;  // tail_node_ok admits constants only as one value per column
@@ -132,12 +168,6 @@ bool tail_node_ok(const Graph& g, const Node& n, ValueId cur, ValueId& out, Valu
     operand = v;
   }
   return uses == 1;
-}
-
-double tail_fp64(const loops::ScalarExpr& tail, double v, const std::vector<double>& operands) {
-  std::vector<double> loads = {v};
-  loads.insert(loads.end(), operands.begin(), operands.end());
-  return expr_fp64(tail, loads);
 }
 
 }  // namespace kiln::schedule

@@ -22,8 +22,20 @@ bool tail_operand_per_column(const Graph& g, ValueId operand);
 
 // The tail as a scalar expression: load 0 is the value before the tail, load i + 1 tail operand i.
 loops::ScalarExpr tail_expr(const Graph& g, const LibraryGroup& grp);
-// That expression in fp64 for one element (ONNX semantics): v before the tail, operands[i] tail
-// operand i at this element.
-double tail_fp64(const loops::ScalarExpr& tail, double v, const std::vector<double>& operands);
+
+// The one representation of a MatMul / Gemm group's epilogue: everything after alpha * A x B + bias
+// as one scalar expression (the activation, the residual Add, the Relu after it, the tail). Load 0 is
+// alpha * A x B + bias, load 1 the residual when the group has one, then one load per tail operand.
+// The template's store hook, the epilogue passes and the candidates' fp64 check all derive from it
+// (the CPU backend prints it as C++, expr_fp64 evaluates it); oneDNN's post-ops are the group's act,
+// residual and act_after, which this expression computes the same way.
+loops::ScalarExpr epilogue_expr(const Graph& g, const LibraryGroup& grp);
+// An activation of `x` as the epilogue computes it (GELU in the exporters' erf and tanh forms).
+loops::ScalarExpr activation_expr(LibraryActivation a, const loops::ScalarExpr& x);
+// Whether the expression is just load 0 (no epilogue past the bias).
+bool is_identity(const loops::ScalarExpr& e);
+// An epilogue expression in fp64 for one element, with ONNX semantics (Relu keeps NaN, Max and Min
+// propagate it); loads[i] is load i.
+double expr_fp64(const loops::ScalarExpr& e, const std::vector<double>& loads);
 
 }  // namespace kiln::schedule

@@ -120,15 +120,9 @@ tg::GemmSpec template_spec(const Graph& g, const MatmulShape& s, const LibraryGr
   p.b_constant = !s.batched;
   p.alpha = s.alpha;
   if (!s.bias.empty()) p.bias = tg::GemmProblem::Bias::row;
-  std::string body = activation_cpp(grp.act);
-  if (grp.residual >= 0) {
-    spec.epilogue.extra_inputs = {DType::f32};
-    body += s.batched ? " v = v + x0[(b * M + m) * N + n];" : " v = v + x0[m * N + n];";
-  }
-  body += activation_cpp(grp.act_after);
-  const int first_tail = static_cast<int>(spec.epilogue.extra_inputs.size());
-  spec.epilogue.extra_inputs.resize(spec.epilogue.extra_inputs.size() + grp.tail_inputs.size(), DType::f32);
-  spec.epilogue.body = body + tail_cpp(g, grp, first_tail);
+  // The residual is extra input x0, the tail's operands follow (group_epilogue_cpp names them so).
+  spec.epilogue.extra_inputs.assign((grp.residual >= 0 ? 1 : 0) + grp.tail_inputs.size(), DType::f32);
+  spec.epilogue.body = group_epilogue_cpp(g, grp, s.batched);
   return spec;
 }
 
@@ -287,8 +281,8 @@ struct Bench {
     const float* b_all = inputs[1]->data<float>();
     const float* res = grp.residual >= 0 ? inputs[size_t(grp.residual)]->data<float>() : nullptr;
     const int64_t all_rows = s.batch * s.rows;  // rows of every matrix, one after another
-    const loops::ScalarExpr tail = tail_expr(g, grp);
-    std::vector<double> tail_operands(grp.tail_inputs.size());
+    const loops::ScalarExpr epilogue = epilogue_expr(g, grp);
+    std::vector<double> loads(1 + (res ? 1 : 0) + grp.tail_inputs.size());
     std::vector<const float*> tail_data;  // each operand, and whether it holds one value per column
     std::vector<bool> tail_per_column;
     for (int i : grp.tail_inputs) {
@@ -303,11 +297,11 @@ struct Bench {
         double acc = 0;
         for (int64_t q = 0; q < s.k; ++q)
           acc += double(a[s.trans_a ? q * s.rows + r : r * s.k + q]) * double(b[s.trans_b ? j * s.k + q : q * s.n + j]);
-        double v = activation_fp64(grp.act, s.alpha * acc + (s.bias.empty() ? 0.0 : s.bias[size_t(j)]));
-        if (res) v += res[r * s.n + j];
-        v = activation_fp64(grp.act_after, v);
-        for (size_t t = 0; t < tail_data.size(); ++t) tail_operands[t] = tail_data[t][tail_per_column[t] ? j : r * s.n + j];
-        want.push_back(grp.tail.empty() ? v : tail_fp64(tail, v, tail_operands));
+        size_t load = 0;
+        loads[load++] = s.alpha * acc + (s.bias.empty() ? 0.0 : s.bias[size_t(j)]);
+        if (res) loads[load++] = res[r * s.n + j];
+        for (size_t t = 0; t < tail_data.size(); ++t) loads[load++] = tail_data[t][tail_per_column[t] ? j : r * s.n + j];
+        want.push_back(expr_fp64(epilogue, loads));
       }
   }
 

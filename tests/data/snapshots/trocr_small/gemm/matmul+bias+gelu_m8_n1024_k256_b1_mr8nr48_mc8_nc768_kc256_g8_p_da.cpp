@@ -472,7 +472,7 @@ static inline void epilogue_tile(const Ctx& x, const int64_t b, const int64_t i0
     for (int64_t n = j0; n < j0 + nv; ++n) {
       float v = crow[n] + bias[n];
       {
-v = 0.5f * v * (1.0f + kiln_erf(v * 0x1.6a09e6p-1f));
+ v = ((0x1p-1f * v) * (0x1p+0f + kiln_erf((v * 0x1.6a09e6p-1f))));
       }
       crow[n] = v;
     }

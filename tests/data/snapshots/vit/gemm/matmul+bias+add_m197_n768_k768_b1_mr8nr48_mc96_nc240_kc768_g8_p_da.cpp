@@ -473,7 +473,7 @@ static inline void epilogue_tile(const Ctx& x, const int64_t b, const int64_t i0
     for (int64_t n = j0; n < j0 + nv; ++n) {
       float v = crow[n] + bias[n];
       {
- v = v + x0[m * N + n];
+ v = (v + x0[m * N + n]);
       }
       crow[n] = v;
     }
