@@ -25,15 +25,12 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "autotune/softmax_calibration.h"
 #include "codegen/cpu/compile_kernels.h"
@@ -48,6 +45,7 @@
 #include "schedule/fuse_rows.h"
 #include "schedule/softmax_route.h"
 #include "support/error.h"
+#include "tools/sweep_measure.h"
 
 namespace kiln::tools {
 namespace {
@@ -71,48 +69,6 @@ struct SweepArgs {
 
 enum Route { kPerRow = 0, kSplit = 1, kLibrary = 2, kRoutes = 3 };
 const char* kRouteNames[kRoutes] = {"fused", "split", "library"};
-
-// Median (or with `fastest`, minimum) milliseconds of each function, run in turns so that outside
-// load falls on all alike. The minimum suits a machine so loaded that most runs wait for a core.
-std::vector<double> interleaved_times(const std::vector<std::function<void()>>& fs, double budget_ms, int min_reps,
-                                      bool fastest) {
-  using clock = std::chrono::steady_clock;
-  auto time = [](const std::function<void()>& f) {
-    auto s = clock::now();
-    f();
-    return std::chrono::duration<double, std::milli>(clock::now() - s).count();
-  };
-  double round = 0;
-  for (const auto& f : fs) round += time(f);  // warm: primitives, pages
-  int reps = std::clamp(static_cast<int>(budget_ms / std::max(round, 1e-3)), min_reps, 101);
-  std::vector<std::vector<double>> t(fs.size());
-  for (int r = 0; r < reps; ++r)
-    for (size_t i = 0; i < fs.size(); ++i) t[i].push_back(time(fs[i]));
-  std::vector<double> med;
-  for (auto& v : t) {
-    size_t k = fastest ? 0 : v.size() / 2;
-    std::nth_element(v.begin(), v.begin() + long(k), v.end());
-    med.push_back(v[k]);
-  }
-  return med;
-}
-
-void fill_random(float* p, int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-4.0f, 4.0f);
-  for (int64_t i = 0; i < n; ++i) p[i] = d(rng);
-}
-
-// The copy the routes are compared against: the same bytes, read once and written once, by every thread.
-void parallel_copy(const float* src, float* dst, int64_t n) {
-  constexpr int64_t kChunk = 16384;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    int64_t b = c * kChunk, e = std::min(n, b + kChunk);
-    std::memcpy(dst + b, src + b, size_t(e - b) * sizeof(float));
-  }
-}
 
 Graph softmax_graph(int64_t rows, int64_t width) {
   GraphBuilder b("sweep_softmax");
