@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <random>
 
+#include "autotune/choice_helpers.h"
+#include "support/error.h"
 
 namespace kiln::tools {
 
@@ -45,6 +48,22 @@ void parallel_copy(const float* src, float* dst, int64_t n) {
     int64_t b = c * kChunk, e = std::min(n, b + kChunk);
     std::memcpy(dst + b, src + b, size_t(e - b) * sizeof(float));
   }
+}
+
+void check_softmax_rows(const Tensor& y, int64_t rows, int64_t width,
+                        const std::function<double(int64_t, int64_t)>& input, const std::string& what) {
+  std::vector<float> got;
+  std::vector<double> want;
+  for (int64_t r : {int64_t{0}, rows / 2, rows - 1}) {
+    double max = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < width; ++j) max = std::max(max, input(r, j));
+    for (int64_t j = 0; j < width; ++j) sum += std::exp(input(r, j) - max);
+    for (int64_t j = 0; j < width; ++j) want.push_back(std::exp(input(r, j) - max) / sum);
+    got.insert(got.end(), y.data<float>() + r * width, y.data<float>() + (r + 1) * width);
+  }
+  std::string why;
+  if (!autotune::outputs_match(got.data(), want.data(), got.size(), {1e-6, 1e-4}, why))
+    internal_error("sweep: {} differs from softmax in fp64: {}", what, why);
 }
 
 }  // namespace kiln::tools
