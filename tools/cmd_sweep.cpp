@@ -1,9 +1,15 @@
 // kiln sweep softmax: times the three softmax routes of compiled mode on this machine over row widths
-// 64..50265 (the fused row kernel forced per-row, the fused kernel forced split-row, and the library
-// call: oneDNN plus its NaN scan), next to a plain copy of the same bytes, then derives the routing
-// thresholds (softmax_route.h) and with --store writes them to the tuning database, where the router
-// reads them. Also times masked attention probabilities Softmax(scores * scale + mask) of [8,12,S,S]:
-// the fused kernel (one kernel) against the library fallback (the scale and mask apart, then oneDNN).
+// 64..50265 (the fused row kernel per row, the fused kernel splitting rows across threads, and the
+// library call: oneDNN plus its NaN scan), next to a plain copy of the same bytes, then derives the
+// routing thresholds (softmax_route.h) and with --store writes them to the tuning database, where the
+// router reads them. Also times masked attention probabilities Softmax(scores * scale + mask) of
+// [8,12,S,S]: the fused kernel (one kernel) against the library fallback (the scale and mask apart,
+// then oneDNN).
+//
+// Each route's kernel is the one a compiled model runs: compiler::compile of the softmax graph on the
+// CPU backend, with settings that force the route (route_options), and the step that computes the
+// width's output launched through its backend::Kernel into a preallocated output (sweep_steps.h).
+// Every route's output is checked once against softmax in fp64 before it is timed.
 //
 // Method: rows = max(8, elements / width) so that every measurement moves the same 128 MiB (more than
 // the last-level cache holds, so the copy measures memory bandwidth, as STREAM does); each
@@ -17,37 +23,33 @@
 // The routed choice per width is what a session runs under the derived thresholds
 // (schedule::route_by_width): the library for short rows, per-row fused, split-row fused from
 // max_fused_width + 1 (sessions emit softmax kernels with that split width), the library for wide rows.
-#include "backend/cpu/cpu_device.h"
 #include "tools/cmd_sweep.h"
 
-#include "tools/cmd_sweep_gemm.h"
-
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "autotune/softmax_calibration.h"
-#include "codegen/cpu/compile_kernels.h"
-#include "codegen/cpu/emit_pointwise.h"
-#include "codegen/cpu/emit_row.h"
-#include "kernels/onednn/softmax.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_device.h"
+#include "compiler/compile.h"
 #include "kiln/builder.h"
 #include "kiln/session.h"
-#include "passes/passes.h"
+#include "loops/row_kernel.h"
 #include "report/html.h"
-#include "schedule/fuse_pointwise.h"
-#include "schedule/fuse_rows.h"
 #include "schedule/softmax_route.h"
 #include "support/error.h"
+#include "tools/cmd_sweep_gemm.h"
+#include "tools/sweep_attention.h"
+#include "tools/sweep_measure.h"
+#include "tools/sweep_steps.h"
 
 namespace kiln::tools {
 namespace {
@@ -71,57 +73,6 @@ struct SweepArgs {
 
 enum Route { kPerRow = 0, kSplit = 1, kLibrary = 2, kRoutes = 3 };
 const char* kRouteNames[kRoutes] = {"fused", "split", "library"};
-
-// Median (or with `fastest`, minimum) milliseconds of each function, run in turns so that outside
-// load falls on all alike. The minimum suits a machine so loaded that most runs wait for a core.
-std::vector<double> interleaved_times(const std::vector<std::function<void()>>& fs, double budget_ms, int min_reps,
-                                      bool fastest) {
-  using clock = std::chrono::steady_clock;
-  auto time = [](const std::function<void()>& f) {
-    auto s = clock::now();
-    f();
-    return std::chrono::duration<double, std::milli>(clock::now() - s).count();
-  };
-  double round = 0;
-  for (const auto& f : fs) round += time(f);  // warm: primitives, pages
-  int reps = std::clamp(static_cast<int>(budget_ms / std::max(round, 1e-3)), min_reps, 101);
-  std::vector<std::vector<double>> t(fs.size());
-  for (int r = 0; r < reps; ++r)
-    for (size_t i = 0; i < fs.size(); ++i) t[i].push_back(time(fs[i]));
-  std::vector<double> med;
-  for (auto& v : t) {
-    size_t k = fastest ? 0 : v.size() / 2;
-    std::nth_element(v.begin(), v.begin() + long(k), v.end());
-    med.push_back(v[k]);
-  }
-  return med;
-}
-
-void fill_random(float* p, int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-4.0f, 4.0f);
-  for (int64_t i = 0; i < n; ++i) p[i] = d(rng);
-}
-
-// The copy the routes are compared against: the same bytes, read once and written once, by every thread.
-void parallel_copy(const float* src, float* dst, int64_t n) {
-  constexpr int64_t kChunk = 16384;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    int64_t b = c * kChunk, e = std::min(n, b + kChunk);
-    std::memcpy(dst + b, src + b, size_t(e - b) * sizeof(float));
-  }
-}
-
-Graph softmax_graph(int64_t rows, int64_t width) {
-  GraphBuilder b("sweep_softmax");
-  ValueId x = b.input("x", DType::f32, {rows, width});
-  b.output(b.op(OpKind::Softmax, {x}, {{"axis", int64_t{-1}}}, "sm"), "y");
-  Graph g = b.build();
-  infer_shapes(g, Options{});
-  return g;
-}
 
 struct WidthResult {
   int64_t width = 0, rows = 0;
@@ -166,138 +117,94 @@ RoutingThresholds derive_thresholds(const std::vector<WidthResult>& rs) {
   const int64_t library_from = winning_from(rs, library_wins);
   int64_t per_row_limit = split_from;
   if (split_from == schedule::kNeverWidth)
-    per_row_limit = std::max(codegen::cpu::RowEmitOptions{}.split_min_cols, rs.empty() ? 0 : rs.back().width + 1);
+    per_row_limit = std::max(loops::kRowSplitMinCols, rs.empty() ? 0 : rs.back().width + 1);
   return RoutingThresholds{std::min(per_row_limit, library_from) - 1, library_from, "this sweep",
                            winning_up_to(rs, library_wins)};
 }
 
-// One pass over one width: each route's and the copy's median, kept where lower than before.
-void measure_width(const SweepArgs& a, const std::vector<codegen::cpu::KernelSource>& sources,
-                   const std::vector<codegen::cpu::CompiledKernel>& built, size_t i, WidthResult& r) {
+// The settings that make compiler::compile route every plain softmax the sweep's way: fused with the
+// split never reached (softmax_max_fuse_width = never makes both thresholds never), fused split from
+// two columns (softmax_max_fuse_width = 1: thresholds {1, 2}), or the library call.
+Options route_options(Options options, Route route) {
+  options.softmax_route = route == kLibrary ? "library" : "fused";
+  if (route == kPerRow) options.softmax_max_fuse_width = schedule::kNeverWidth;
+  if (route == kSplit) options.softmax_max_fuse_width = 1;
+  return options;
+}
+
+// The one step that computes `output` in `exe`; it must be of `kind` (else the settings no longer force
+// the route: an internal error).
+std::vector<int> route_step(const compiler::Executable& exe, const std::string& output, compiler::StepKind kind,
+                            const char* route) {
+  std::vector<int> steps = steps_reaching(exe, output);
+  KILN_INTERNAL_CHECK(steps.size() == 1 && exe.steps[size_t(steps[0])].kind == kind,
+                      "sweep: the {} route's compile computes '{}' in {} steps (the first: {}), not in one {} step",
+                      route, output, steps.size(),
+                      steps.empty() ? "-" : compiler::step_kind_name(exe.steps[size_t(steps[0])].kind),
+                      compiler::step_kind_name(kind));
+  return steps;
+}
+
+// Every width's softmax as one graph (inputs x<width>, outputs y<width>), so that one compile per
+// route builds every width's kernel, compiled in parallel as a model's are.
+Graph softmax_widths_graph(const std::vector<WidthResult>& widths) {
+  GraphBuilder b("sweep_softmax");
+  for (const WidthResult& r : widths) {
+    ValueId x = b.input(fmt::format("x{}", r.width), DType::f32, {r.rows, r.width});
+    b.output(b.op(OpKind::Softmax, {x}, {{"axis", int64_t{-1}}}, fmt::format("sm{}", r.width)),
+             fmt::format("y{}", r.width));
+  }
+  return b.build();
+}
+
+// One pass over one width: each route's and the copy's median, kept where lower than before. The
+// first pass checks every route's output first.
+void measure_width(const SweepArgs& a, const compiler::Executable (&routes)[kRoutes], bool check, int64_t max_bytes,
+                   WidthResult& r) {
   const int64_t n = r.rows * r.width;
   Tensor x = Tensor::empty(DType::f32, {r.rows, r.width});
   Tensor y = Tensor::empty(DType::f32, {r.rows, r.width});
   fill_random(x.data<float>(), n, static_cast<uint32_t>(r.width));
-  std::vector<const void*> ins{x.raw()};
-  auto* rows_fn = reinterpret_cast<codegen::cpu::RowEntry*>(built[2 * i].entry(sources[2 * i].name));
-  auto* split_fn = reinterpret_cast<codegen::cpu::RowEntry*>(built[2 * i + 1].entry(sources[2 * i + 1].name));
-  const onednn::SoftmaxShape shape{r.rows, r.width, 1};
-  std::vector<double> ms = interleaved_times(
-      {[&] { rows_fn(ins.data(), y.raw(), nullptr); }, [&] { split_fn(ins.data(), y.raw(), nullptr); },
-       [&] {
-         if (!onednn::softmax_f32(shape, false, x.data<float>(), y.data<float>()))
-           user_error("sweep: oneDNN has no softmax for [{}, {}]", r.rows, r.width);
-       },
-       [&] { parallel_copy(x.data<float>(), y.data<float>(), n); }},
-      a.budget_ms, 7, a.fastest);
+  const std::string in = fmt::format("x{}", r.width), out = fmt::format("y{}", r.width);
+  auto x_at = [&](int64_t i, int64_t j) { return double(x.data<float>()[i * r.width + j]); };
+  std::vector<PreallocatedSteps> runs;
+  runs.reserve(kRoutes);
+  for (int k = 0; k < kRoutes; ++k) {
+    const compiler::StepKind kind = k == kLibrary ? compiler::StepKind::library : compiler::StepKind::generated;
+    runs.emplace_back(routes[k], route_step(routes[k], out, kind, kRouteNames[k]),
+                      std::map<std::string, Tensor>{{in, x}, {out, y}}, max_bytes);
+    if (!check) continue;
+    std::fill(y.data<float>(), y.data<float>() + n, NAN);  // a route must write every row, not inherit them
+    runs.back().launch();
+    check_softmax_rows(y, r.rows, r.width, x_at, fmt::format("the {} route at width {}", kRouteNames[k], r.width));
+  }
+  std::vector<double> ms = interleaved_times({[&] { runs[kPerRow].launch(); }, [&] { runs[kSplit].launch(); },
+                                              [&] { runs[kLibrary].launch(); },
+                                              [&] { parallel_copy(x.data<float>(), y.data<float>(), n); }},
+                                             a.budget_ms, 7, a.fastest);
   for (int k = 0; k < kRoutes; ++k) r.ms[k] = std::min(r.ms[k], ms[size_t(k)]);
   r.copy_ms = std::min(r.copy_ms, ms[3]);
 }
 
-std::vector<WidthResult> sweep_widths(const SweepArgs& a, const Options& options) {
+std::vector<WidthResult> sweep_widths(const SweepArgs& a, const backend::Backend& cpu, const Options& options) {
   std::vector<WidthResult> results;
-  std::vector<codegen::cpu::KernelSource> sources;
-  codegen::cpu::RowEmitOptions per_row, split;
-  per_row.split_min_cols = std::numeric_limits<int64_t>::max();
-  split.split_min_cols = 1;
   for (int64_t w : a.widths) {
     WidthResult r;
     r.width = w;
     r.rows = std::max<int64_t>(8, a.elements / w);
-    Graph g = softmax_graph(r.rows, w);
-    auto groups = schedule::find_row_groups(g, std::vector<char>(g.nodes.size(), 0));
-    KILN_INTERNAL_CHECK(groups.size() == 1, "sweep: softmax of width {} gave {} row groups", w, groups.size());
-    for (const auto* o : {&per_row, &split}) {
-      loops::RowKernel k = groups[0].kernel;
-      k.name = fmt::format("sweep_softmax_{}x{}_{}", r.rows, w, o == &split ? "split" : "rows");
-      sources.push_back(codegen::cpu::emit_row_cpp(k, *o).source);
-    }
-    results.push_back(r);
-  }
-  std::fprintf(stderr, "sweep: compiling %zu kernels (cached after the first run)\n", sources.size());
-  std::vector<codegen::cpu::CompiledKernel> built = codegen::cpu::compile_kernels(sources, options);
-  for (WidthResult& r : results) {
     std::fill(r.ms, r.ms + kRoutes, std::numeric_limits<double>::infinity());
     r.copy_ms = std::numeric_limits<double>::infinity();
+    results.push_back(r);
   }
-  for (int pass = 0; pass < a.passes; ++pass) {
-    for (size_t i = 0; i < results.size(); ++i) measure_width(a, sources, built, i, results[i]);
-  }
+  std::fprintf(stderr, "sweep: compiling %zu kernels (cached after the first run)\n", 2 * results.size());
+  const Graph g = softmax_widths_graph(results);
+  const compiler::Executable routes[kRoutes] = {
+      compiler::compile(g, cpu, route_options(options, kPerRow), Mode::compiled),
+      compiler::compile(g, cpu, route_options(options, kSplit), Mode::compiled),
+      compiler::compile(g, cpu, route_options(options, kLibrary), Mode::compiled)};
+  for (int pass = 0; pass < a.passes; ++pass)
+    for (WidthResult& r : results) measure_width(a, routes, pass == 0, options.max_tensor_bytes, r);
   return results;
-}
-
-struct AttentionResult {
-  int64_t seq = 0;
-  double ms[2] = {};  // fused (one kernel with scale and mask), library (pointwise apart + oneDNN)
-  bool library_chosen = false;
-};
-
-// The kernel inputs of a group: graph inputs by name from `given`, constants from the graph.
-std::vector<const void*> group_inputs(const Graph& g, const std::vector<ValueId>& inputs,
-                                      const std::map<std::string, Tensor>& given) {
-  std::vector<const void*> ptrs;
-  for (ValueId v : inputs) {
-    const Value& value = g.value(v);
-    if (value.constant) ptrs.push_back(value.constant->raw());
-    else ptrs.push_back(given.at(value.name).raw());
-  }
-  return ptrs;
-}
-
-// Softmax(scores * scale + mask), scores [8, 12, S, S], mask [1, 1, S, S], as the two routes' kernels
-// run it into preallocated outputs: fused (one row kernel reading the mask by broadcast) against the
-// library fallback (a pointwise kernel writing scale * scores + mask, then oneDNN's softmax of that).
-std::vector<AttentionResult> sweep_attention(const SweepArgs& a, const Options& options) {
-  std::vector<AttentionResult> out;
-  for (int64_t s : a.attention_seqs) {
-    GraphBuilder b("sweep_attention");
-    ValueId scores = b.input("scores", DType::f32, {8, 12, s, s});
-    ValueId mask = b.input("mask", DType::f32, {1, 1, s, s});
-    ValueId scaled = b.op(OpKind::Mul, {scores, b.scalar(DType::f32, 0.125)});
-    b.output(b.op(OpKind::Softmax, {b.op(OpKind::Add, {scaled, mask})}, {{"axis", int64_t{-1}}}, "sm"), "probs");
-    Graph g = b.build();
-    infer_shapes(g, Options{});
-    auto fused = schedule::find_row_groups(g, std::vector<char>(g.nodes.size(), 0));
-    std::vector<char> softmax_claimed(g.nodes.size(), 0);
-    for (size_t i = 0; i < g.nodes.size(); ++i) softmax_claimed[i] = g.nodes[i].op == OpKind::Softmax;
-    auto pointwise = schedule::find_pointwise_groups(g, softmax_claimed);
-    KILN_INTERNAL_CHECK(fused.size() == 1 && fused[0].nodes.size() == 3 && pointwise.size() == 1,
-                        "sweep: attention gave {} row and {} pointwise groups", fused.size(), pointwise.size());
-    fused[0].kernel.name = fmt::format("sweep_attention_{}_fused", s);
-    pointwise[0].kernel.name = fmt::format("sweep_attention_{}_scale_mask", s);
-    std::vector<codegen::cpu::CompiledKernel> built = codegen::cpu::compile_kernels(
-        {codegen::cpu::emit_row_cpp(fused[0].kernel).source, codegen::cpu::emit_pointwise_cpp(pointwise[0].kernel).source},
-        options);
-    auto* fused_fn = reinterpret_cast<codegen::cpu::RowEntry*>(built[0].entry(fused[0].kernel.name));
-    auto* pointwise_fn = reinterpret_cast<codegen::cpu::PointwiseEntry*>(built[1].entry(pointwise[0].kernel.name));
-
-    std::map<std::string, Tensor> given;
-    given.emplace("scores", Tensor::empty(DType::f32, {8, 12, s, s}));
-    given.emplace("mask", Tensor::empty(DType::f32, {1, 1, s, s}));
-    fill_random(given.at("scores").data<float>(), 8 * 12 * s * s, 7);
-    float* m = given.at("mask").data<float>();
-    for (int64_t i = 0; i < s; ++i)  // causal: -inf above the diagonal
-      for (int64_t j = 0; j < s; ++j) m[i * s + j] = j > i ? -INFINITY : 0.0f;
-    Tensor y = Tensor::empty(DType::f32, {8, 12, s, s}), t = Tensor::empty(DType::f32, {8, 12, s, s});
-    std::vector<const void*> fused_in = group_inputs(g, fused[0].inputs, given);
-    std::vector<const void*> pointwise_in = group_inputs(g, pointwise[0].inputs, given);
-    const onednn::SoftmaxShape shape{8 * 12 * s, s, 1};
-    std::vector<double> ms = interleaved_times(
-        {[&] { fused_fn(fused_in.data(), y.raw(), nullptr); },
-         [&] {
-           pointwise_fn(pointwise_in.data(), t.raw(), nullptr);
-           if (!onednn::softmax_f32(shape, false, t.data<float>(), y.data<float>()))
-             user_error("sweep: oneDNN has no softmax for [{}, {}]", shape.outer, s);
-         }},
-        a.budget_ms * 4, 5, a.fastest);
-    AttentionResult r;
-    r.seq = s;
-    r.ms[0] = ms[0];
-    r.ms[1] = ms[1];
-    r.library_chosen = schedule::routing_policy(options).masked_library_fallback;
-    out.push_back(r);
-  }
-  return out;
 }
 
 int sweep_softmax(const SweepArgs& a, Options options) {
@@ -325,7 +232,8 @@ int sweep_softmax(const SweepArgs& a, Options options) {
   std::printf("routing now uses: %s%s%s\n", in_use.source.c_str(), why_defaults.empty() ? "" : " (",
               why_defaults.empty() ? "" : (why_defaults + ")").c_str());
 
-  std::vector<WidthResult> rs = sweep_widths(sorted, options);
+  const backend::cpu::CpuBackend cpu;
+  std::vector<WidthResult> rs = sweep_widths(sorted, cpu, options);
   RoutingThresholds derived = derive_thresholds(rs);
   std::vector<double> copies;
   for (const WidthResult& r : rs) copies.push_back(gbps(softmax_bytes(r), r.copy_ms));
@@ -380,7 +288,7 @@ int sweep_softmax(const SweepArgs& a, Options options) {
   if (!a.attention_seqs.empty()) {
     std::printf("\nmasked attention Softmax(scores * 0.125 + mask), [8, 12, S, S], kernels into preallocated outputs\n");
     std::printf("%6s | %-17s | %-17s\n", "S", "fused GB/s ms", "library GB/s ms");
-    for (const AttentionResult& r : sweep_attention(sorted, options)) {
+    for (const AttentionResult& r : sweep_attention(a.attention_seqs, a.budget_ms * 4, a.fastest, cpu, options)) {
       double bytes = (2.0 * 8 * 12 + 1) * double(r.seq) * double(r.seq) * 4.0;
       std::printf("%6lld |", static_cast<long long>(r.seq));
       for (int k = 0; k < 2; ++k) {

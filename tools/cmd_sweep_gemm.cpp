@@ -12,6 +12,13 @@
 // Each candidate is checked against an fp64 product of sampled rows before it may be timed.
 // Every run benchmarks (stored winners are replaced, never reused; autotune_budget_s does not apply):
 // the sweep is a measurement.
+//
+// The candidates are built here, not taken from the CPU backend: backend::cpu::tune_matmul_kernel
+// builds a compiled model's (onednn, blas, template:<config>) and tunes them inside one call that
+// returns only the winner; it has no unfused variants (onednn+epilogue, template+epilogue), and its
+// candidates allocate their output on every timed call. Taking them from the backend needs its
+// request before tuning (choices and slots, for the sweep to add its own and tune on its own
+// Autotuner), the two unfused variants, and runs into a preallocated output.
 #include "backend/cpu/cpu_device.h"
 #include "tools/cmd_sweep_gemm.h"
 

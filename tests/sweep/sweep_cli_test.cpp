@@ -130,6 +130,28 @@ TEST_F(SweepCli, TinySweepWritesRecordsAndStoresThresholds) {
   EXPECT_EQ(attention_chosen, 1);
 }
 
+// Each route is compiler::compile with settings that force it: the user's routing settings change
+// nothing the sweep measures, and the compiles' plans (KILN_DEBUG=fusion) are of the sweep's graph.
+TEST_F(SweepCli, RoutesAreForcedWhateverTheRoutingSettings) {
+  std::string out;
+  if (!has_sweep()) GTEST_SKIP() << "`kiln sweep` is not registered in tools/main.cpp yet";
+  const fs::path json_file = root / "sweep.json";
+  ASSERT_EQ(kiln("--set softmax_route=eager --set softmax_max_fuse_width=0 --set debug=fusion sweep softmax "
+                 "--threads 1 --widths 64,300 --attention-seqs 8 --elements 2048 --budget-ms 1 --json '" +
+                     json_file.string() + "'",
+                 out),
+            0)
+      << out;
+  nlohmann::json j = nlohmann::json::parse(read(json_file));
+  std::map<std::string, int> routes;
+  for (const auto& r : j["records"]) routes[r["route"].get<std::string>()]++;
+  EXPECT_EQ(routes, (std::map<std::string, int>{{"fused", 2}, {"split", 2}, {"library", 2}})) << j.dump();
+  EXPECT_EQ(j["attention"].size(), 2u) << j.dump();
+  EXPECT_NE(out.find("(sm64)"), std::string::npos) << out;  // a plan step computing the width-64 softmax
+  EXPECT_NE(out.find(" library "), std::string::npos) << out;
+  EXPECT_NE(out.find(" generated "), std::string::npos) << out;
+}
+
 TEST_F(SweepCli, BadArgumentsAreUserErrors) {
   std::string out;
   if (!has_sweep()) GTEST_SKIP() << "`kiln sweep` is not registered in tools/main.cpp yet";
