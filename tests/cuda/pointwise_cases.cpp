@@ -92,6 +92,8 @@ std::vector<PointwiseCase> make_cases() {
       unary("neg_f32", OpKind::Neg, f32, kExact),
       unary("abs_f32", OpKind::Abs, f32, kExact),
       unary("relu_f32", OpKind::Relu, f32, kExact),
+      unary("abs_i32", OpKind::Abs, DType::i32, kExact),  // abs(INT_MIN) wraps; the Mul by 1 is a load of it
+      unary("neg_i64", OpKind::Neg, DType::i64, kExact),
       unary("exp_f32", OpKind::Exp, f32, kExp32),
       unary("log_f32", OpKind::Log, f32, kLog32),
       unary("sqrt_f32", OpKind::Sqrt, f32, kRounded),
