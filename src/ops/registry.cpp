@@ -21,20 +21,4 @@ const OpDef* OpRegistry::find(OpKind op) const {
   return present_[i] ? &defs_[i] : nullptr;
 }
 
-const OpRegistry& op_registry() {
-  static const OpRegistry registry = [] {
-    OpRegistry r;
-    register_all_ops(r);
-    return r;
-  }();
-  return registry;
-}
-
-void register_all_ops(OpRegistry& r) {
-  register_elementwise_ops(r);
-  register_shape_ops(r);
-  register_reduction_ops(r);
-  register_linalg_ops(r);
-}
-
 }  // namespace kiln

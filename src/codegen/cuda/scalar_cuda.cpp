@@ -1,0 +1,182 @@
+#include "codegen/cuda/scalar_cuda.h"
+
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "support/error.h"
+
+namespace kiln::codegen::cuda {
+
+using loops::BinaryOp;
+using loops::ScalarExpr;
+using loops::ScalarKind;
+using loops::UnaryOp;
+
+std::string_view cuda_scalar_preamble() {
+  return R"(#ifndef KILN_CUDA_SCALAR_PREAMBLE
+#define KILN_CUDA_SCALAR_PREAMBLE
+// Helpers of kiln's generated CUDA kernels (no header needed; IEEE semantics, never fast math).
+#define KILN_DEV __device__ __forceinline__  // inline, not static: an unused helper is no warning
+// Floor division and modulo for a positive divisor ('/' and '%' truncate towards zero).
+KILN_DEV long long kiln_floordiv(long long a, long long b) { long long q = a / b; return (a % b != 0 && a < 0) ? q - 1 : q; }
+KILN_DEV long long kiln_mod(long long a, long long b) { long long r = a % b; return r < 0 ? r + b : r; }
+KILN_DEV long long kiln_min(long long a, long long b) { return a < b ? a : b; }
+KILN_DEV long long kiln_max(long long a, long long b) { return a > b ? a : b; }
+KILN_DEV float kiln_nan_f32() { return __int_as_float(0x7fc00000); }
+KILN_DEV float kiln_inf_f32() { return __int_as_float(0x7f800000); }
+KILN_DEV double kiln_nan_f64() { return __longlong_as_double(0x7ff8000000000000LL); }
+KILN_DEV double kiln_inf_f64() { return __longlong_as_double(0x7ff0000000000000LL); }
+// NaN-propagating, like ONNX (fmaxf / fminf return the other operand).
+template <class T> KILN_DEV T kiln_max_nan(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
+template <class T> KILN_DEV T kiln_min_nan(T a, T b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
+// Integer arithmetic wraps, through the unsigned types (signed overflow is undefined in C++).
+KILN_DEV int kiln_wrap_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+KILN_DEV int kiln_wrap_sub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
+KILN_DEV int kiln_wrap_mul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
+KILN_DEV int kiln_wrap_neg(int a) { return (int)(0u - (unsigned)a); }
+KILN_DEV long long kiln_wrap_add(long long a, long long b) { return (long long)((unsigned long long)a + (unsigned long long)b); }
+KILN_DEV long long kiln_wrap_sub(long long a, long long b) { return (long long)((unsigned long long)a - (unsigned long long)b); }
+KILN_DEV long long kiln_wrap_mul(long long a, long long b) { return (long long)((unsigned long long)a * (unsigned long long)b); }
+KILN_DEV long long kiln_wrap_neg(long long a) { return (long long)(0ull - (unsigned long long)a); }
+// Truncating, like ONNX; x / 0 (undefined there) is 0 here, as on the CPU, and MIN / -1 wraps.
+template <class T> KILN_DEV T kiln_int_div(T a, T b) { return b == 0 ? T(0) : b == T(-1) ? kiln_wrap_neg(a) : T(a / b); }
+template <class T> struct kiln_int_limits;
+template <> struct kiln_int_limits<int> { static constexpr int min = -2147483647 - 1; };
+template <> struct kiln_int_limits<long long> { static constexpr long long min = -9223372036854775807LL - 1; };
+// Float to integer; NaN and out-of-range values (undefined in C++) give the minimum, as on the CPU.
+template <class T, class F> KILN_DEV T kiln_float_to_int(F x) {
+  const F lo = F(kiln_int_limits<T>::min);  // -2^k, exact in F
+  return (x >= lo && x < -lo) ? T(x) : kiln_int_limits<T>::min;
+}
+// sigmoid from e = exp(-|x|) <= 1, which never overflows: 1/(1+e) for x >= 0, e/(1+e) for x < 0.
+KILN_DEV float kiln_sigmoid(float x) { const float e = expf(-fabsf(x)); return (x < 0.0f ? e : 1.0f) / (1.0f + e); }
+KILN_DEV double kiln_sigmoid(double x) { const double e = exp(-fabs(x)); return (x < 0.0 ? e : 1.0) / (1.0 + e); }
+#endif  // KILN_CUDA_SCALAR_PREAMBLE
+)";
+}
+
+std::string cuda_type(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::i32: return "int";
+    case DType::i64: return "long long";
+    case DType::boolean: return "bool";
+    default: internal_error("generated CUDA kernels do not handle dtype {}", dtype_name(t));
+  }
+}
+
+std::string cuda_storage_type(DType t) { return t == DType::boolean ? "unsigned char" : cuda_type(t); }
+
+std::string cuda_literal(double v, DType t) {
+  if (t == DType::f32 || t == DType::f64) {
+    const bool f32 = t == DType::f32;
+    if (std::isnan(v)) return f32 ? "kiln_nan_f32()" : "kiln_nan_f64()";
+    if (std::isinf(v)) return std::string(v < 0 ? "(-" : "(") + (f32 ? "kiln_inf_f32()" : "kiln_inf_f64()") + ")";
+    char buf[64];
+    auto res = std::to_chars(buf, buf + sizeof buf, std::fabs(v), std::chars_format::hex);
+    KILN_INTERNAL_CHECK(res.ec == std::errc(), "cannot print constant {}", v);
+    std::string digits = "0x" + std::string(buf, res.ptr) + (f32 ? "f" : "");
+    return std::signbit(v) ? "(-" + digits + ")" : digits;
+  }
+  switch (t) {
+    case DType::boolean: return v != 0 ? "true" : "false";
+    case DType::i32:
+      if (v == -2147483648.0) return "(-2147483647 - 1)";
+      return fmt::format("{}", static_cast<int64_t>(v));
+    case DType::i64:
+      if (v == -9223372036854775808.0) return "(-9223372036854775807LL - 1LL)";
+      return fmt::format("{}LL", static_cast<int64_t>(v));
+    default: internal_error("generated CUDA kernels do not handle dtype {}", dtype_name(t));
+  }
+}
+
+namespace {
+
+// CUDA's math functions by precision: expf / exp.
+std::string math_call(const char* name, DType t, const std::string& x) {
+  return fmt::format("{}{}({})", name, t == DType::f32 ? "f" : "", x);
+}
+
+std::string unary_cuda(UnaryOp op, DType t, const std::string& x) {
+  const bool fp = t == DType::f32 || t == DType::f64;
+  switch (op) {
+    case UnaryOp::Neg: return fp ? "(-" + x + ")" : fmt::format("kiln_wrap_neg({})", x);
+    case UnaryOp::Abs: return fp ? math_call("fabs", t, x) : fmt::format("({0} < 0 ? kiln_wrap_neg({0}) : {0})", x);
+    case UnaryOp::Exp: return math_call("exp", t, x);
+    case UnaryOp::Log: return math_call("log", t, x);
+    case UnaryOp::Sqrt: return math_call("sqrt", t, x);  // correctly rounded (NVRTC's default -prec-sqrt=true)
+    case UnaryOp::Reciprocal: return fmt::format("({} / {})", cuda_literal(1.0, t), x);
+    // NaN < 0 is false, so NaN passes through (ONNX Relu = max(x, 0) propagates NaN).
+    case UnaryOp::Relu: return fmt::format("({0} < {1} ? {1} : {0})", x, cuda_literal(0.0, t));
+    case UnaryOp::Sigmoid: return "kiln_sigmoid(" + x + ")";
+    case UnaryOp::Tanh: return math_call("tanh", t, x);
+    case UnaryOp::Erf: return math_call("erf", t, x);
+    case UnaryOp::IsNaN: return fmt::format("({0} != {0})", x);
+    case UnaryOp::Not: return "(!" + x + ")";
+  }
+  internal_error("CUDA scalar emitter: unknown unary op");
+}
+
+std::string binary_cuda(const ScalarExpr& e, const std::string& a, const std::string& b) {
+  const DType t = e.operands()[0].dtype();
+  const bool fp = t == DType::f32 || t == DType::f64;
+  auto infix = [&](const char* sym) { return fmt::format("({} {} {})", a, sym, b); };
+  auto integer = [&](const char* helper) { return fmt::format("{}({}, {})", helper, a, b); };
+  const char* mul_rn = t == DType::f32 ? "__fmul_rn" : "__dmul_rn";
+  switch (e.binary_op()) {
+    case BinaryOp::Add: return fp ? infix("+") : integer("kiln_wrap_add");
+    case BinaryOp::Sub: return fp ? infix("-") : integer("kiln_wrap_sub");
+    case BinaryOp::Mul: return fp ? fmt::format("{}({}, {})", mul_rn, a, b) : integer("kiln_wrap_mul");
+    case BinaryOp::Div: return fp ? infix("/") : integer("kiln_int_div");  // IEEE (-prec-div=true)
+    case BinaryOp::Pow: {
+      // x^2 as x * x: both are the correctly rounded square (as on the CPU).
+      const ScalarExpr& exponent = e.operands()[1];
+      if (exponent.kind() == ScalarKind::Constant && exponent.constant_value() == 2.0)
+        return fmt::format("{}({}, {})", mul_rn, a, a);
+      // f32 x^3 (GPT-2's tanh GELU) in double, as on the CPU: x * x is exact there, and the two roundings
+      // that follow stay within powf's error; the special values come out as pow's.
+      if (t == DType::f32 && exponent.kind() == ScalarKind::Constant && exponent.constant_value() == 3.0)
+        return fmt::format("((float)__dmul_rn(__dmul_rn((double){0}, (double){0}), (double){0}))", a);
+      return fmt::format("{}({}, {})", t == DType::f32 ? "powf" : "pow", a, b);
+    }
+    case BinaryOp::Max: return integer("kiln_max_nan");
+    case BinaryOp::Min: return integer("kiln_min_nan");
+    case BinaryOp::Equal: return infix("==");
+    case BinaryOp::Less: return infix("<");
+    case BinaryOp::Greater: return infix(">");
+    case BinaryOp::And: return infix("&&");
+    case BinaryOp::Or: return infix("||");
+  }
+  internal_error("CUDA scalar emitter: unknown binary op");
+}
+
+std::string cast_cuda(DType from, DType to, const std::string& x) {
+  const bool from_fp = from == DType::f32 || from == DType::f64;
+  if (to == DType::boolean) return from == DType::boolean ? x : fmt::format("({} != 0)", x);  // NaN is true
+  if (from_fp && (to == DType::i32 || to == DType::i64))
+    return fmt::format("kiln_float_to_int<{}>({})", cuda_type(to), x);
+  // Round to nearest (int to float, f64 to f32), truncation of the bits (i64 to i32), or exact.
+  return fmt::format("(({}){})", cuda_type(to), x);
+}
+
+}  // namespace
+
+std::string cuda_operation(const ScalarExpr& e, const std::vector<std::string>& a) {
+  switch (e.kind()) {
+    case ScalarKind::Unary: return unary_cuda(e.unary_op(), e.operands()[0].dtype(), a[0]);
+    case ScalarKind::Binary: return binary_cuda(e, a[0], a[1]);
+    case ScalarKind::Where: return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
+    case ScalarKind::Cast: return cast_cuda(e.operands()[0].dtype(), e.dtype(), a[0]);
+    case ScalarKind::Load:
+    case ScalarKind::Constant: break;
+  }
+  internal_error("CUDA scalar emitter: {} is not an operation", loops::to_string(e));
+}
+
+std::string cuda_load(int input, DType dtype, const std::string& index) {
+  return dtype == DType::boolean ? fmt::format("(in{}[{}] != 0)", input, index) : fmt::format("in{}[{}]", input, index);
+}
+
+}  // namespace kiln::codegen::cuda

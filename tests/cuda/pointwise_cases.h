@@ -1,0 +1,97 @@
+// The pointwise kernels the CUDA emitter is tested on: small graphs (GraphBuilder), each fused by
+// schedule::find_pointwise_groups into one group, with the tolerance its comparison against the fp64
+// reference uses, and the inputs and comparisons the GPU test runs.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "schedule/fuse_pointwise.h"
+
+namespace kiln::backend::cuda::testing {
+
+struct Tolerance {
+  enum class Kind {
+    exact,        // the same value, the sign of a zero included (any NaN matches any NaN)
+    exact_value,  // the same value, zeros of either sign equal (Max / Min of +0 and -0: IEEE leaves it open)
+    ulps,         // floats within `ulps` units in the last place of the fp64 reference
+  };
+  Kind kind = Kind::exact;
+  double ulps = 0;
+  const char* why = "";  // where the bound comes from, for messages and the summary
+};
+
+// Elements the reference does not decide (a float-to-integer cast of NaN or of an out-of-range value,
+// which ONNX leaves undefined; kiln's reference saturates, generated kernels give the type's minimum,
+// as the CPU emitter does): the expected integer, or nullopt to use the reference.
+using EdgeRule = std::function<std::optional<int64_t>(const std::vector<Tensor>& inputs, int64_t element)>;
+
+struct PointwiseCase {
+  std::string name;  // also the kernel's name
+  std::function<Graph()> graph;
+  Tolerance tolerance;
+  EdgeRule edge;  // empty: every element against the reference
+};
+
+const std::vector<PointwiseCase>& pointwise_cases();
+
+// The graph (types inferred) and its one pointwise group, the kernel named after the case.
+struct BuiltCase {
+  Graph graph;
+  schedule::PointwiseGroup group;
+};
+BuiltCase build_case(const PointwiseCase& c);
+
+// Size symbols of a run of size n: "n" = n, "m" = 3 (1 when n == 31: a symbolic size that is 1).
+std::map<std::string, int64_t> symbol_values(int64_t n);
+
+// One tensor per group input at those sizes: graph constants as they are, other inputs drawn at random
+// (seeded), the special values of their dtype (NaN, +-Inf, +-0, huge, tiny, integer limits, ...) leading
+// the first half (as many as fit) and sprinkled among the rest.
+std::vector<Tensor> make_inputs(const Graph& g, const schedule::PointwiseGroup& group,
+                                const std::map<std::string, int64_t>& symbols, uint64_t seed);
+
+// The size symbols' values in kernel parameter order, read from the inputs (group.symbols).
+std::vector<int64_t> symbol_arguments(const schedule::PointwiseGroup& group, const std::vector<Tensor>& inputs);
+
+struct Comparison {
+  bool ok = true;
+  int64_t elements = 0;
+  int64_t edges = 0;      // elements checked by the case's EdgeRule
+  double max_ulps = 0;    // the largest error seen (Kind::ulps)
+  std::string failure;    // the first mismatch, when !ok
+};
+
+// `got` in the output's dtype, `want` from reference_group.
+Comparison compare_to_reference(const PointwiseCase& c, const Tensor& got, const Tensor& want,
+                                const std::vector<Tensor>& inputs);
+
+// One launch of a case's kernel, on whatever runs it (the GPU, or the host emulation): the output
+// (of `dtype` and `shape`) and whether the kGuardBytes after it, filled with kGuard first, are intact.
+inline constexpr size_t kGuardBytes = 256;
+inline constexpr unsigned char kGuard = 0xA5;  // elements a kernel misses keep this pattern too
+struct KernelRun {
+  Tensor output;
+  bool guard_intact = true;
+};
+using KernelRunner = std::function<KernelRun(const std::vector<Tensor>& inputs, const std::vector<int64_t>& symbols,
+                                             DType dtype, const std::vector<int64_t>& shape, int64_t blocks)>;
+
+struct CaseReport {
+  std::vector<std::string> failures;
+  double max_ulps = 0;
+  int64_t edges = 0;
+  std::string summary() const;  // the bound, the largest error seen, the cast edges
+};
+
+// For each row count (the symbol n): fresh inputs, the reference, the kernel on `blocks_of(numel)`
+// blocks and, at the largest row count, on 3 blocks too (each thread then strides over many
+// elements), each compared to the reference.
+CaseReport run_case(const PointwiseCase& c, const BuiltCase& built, const std::function<int64_t(int64_t)>& blocks_of,
+                    const std::vector<int64_t>& rows, const KernelRunner& run);
+
+}  // namespace kiln::backend::cuda::testing
