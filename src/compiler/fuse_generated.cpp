@@ -44,16 +44,9 @@ void compile_generated_kernels(CompileState& s) {
                       s.backend.name(), kernels.size(), s.generated.size());
   for (size_t k = 0; k < kernels.size(); ++k) {
     const backend::GeneratedGroup& group = s.generated[k];
-    Step step;
-    step.kind = StepKind::generated;
-    step.node = group.nodes.back();
-    step.nodes = group.nodes;
-    step.inputs = group.inputs;
-    step.outputs = {group.output};
-    step.kernel = static_cast<int>(s.kernels.size());
-    step.label = s.graph.groups[size_t(s.generated_group[k])].kind + " " + kernels[k]->name();
-    s.fused.push_back(std::move(step));
-    s.kernels.push_back(std::move(kernels[k]));
+    std::string label = s.graph.groups[size_t(s.generated_group[k])].kind + " " + kernels[k]->name();
+    s.add_fused_step(StepKind::generated, group.nodes, group.inputs, group.output, std::move(kernels[k]),
+                     std::move(label));
   }
 }
 

@@ -11,16 +11,7 @@ void fuse_library_calls(CompileState& s) {
     std::unique_ptr<backend::Kernel> kernel = s.job->library_kernel(s.graph, group);
     if (!kernel) continue;
     s.graph.add_group("library", group.label, group.nodes);
-    Step step;
-    step.kind = StepKind::library;
-    step.node = group.nodes.back();
-    step.nodes = group.nodes;
-    step.inputs = group.inputs;
-    step.outputs = {group.output};
-    step.kernel = static_cast<int>(s.kernels.size());
-    step.label = group.label;
-    s.fused.push_back(std::move(step));
-    s.kernels.push_back(std::move(kernel));
+    s.add_fused_step(StepKind::library, group.nodes, group.inputs, group.output, std::move(kernel), group.label);
   }
 }
 

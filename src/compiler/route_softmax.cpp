@@ -8,18 +8,11 @@ namespace kiln::compiler {
 
 std::string route_softmax(CompileState& s) {
   const schedule::RoutingPolicy policy = schedule::routing_policy(s.options, s.backend.routing_thresholds(s.options));
-  s.target.routes = schedule::route_softmax_nodes(s.graph, policy);
-  s.target.softmax_split_width = schedule::split_min_width(policy.thresholds);
-  s.target.tunes_gemm = [&g = s.graph, &b = s.backend, &o = s.options](const schedule::LibraryGroup& group) {
-    return b.tunes_gemm(g, group, o);
-  };
+  s.target = schedule::make_fusion_target(
+      s.graph, policy, [&g = s.graph, &b = s.backend, &o = s.options](const schedule::LibraryGroup& group) {
+        return b.tunes_gemm(g, group, o);
+      });
   return schedule::explain_routes(s.graph, s.target.routes, policy);  // KILN_DEBUG=route prints it
-}
-
-std::vector<char> CompileState::claimed() const {
-  std::vector<char> taken(graph.nodes.size(), 0);
-  for (size_t i = 0; i < graph.nodes.size(); ++i) taken[i] = graph.nodes[i].group >= 0;
-  return taken;
 }
 
 }  // namespace kiln::compiler

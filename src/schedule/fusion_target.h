@@ -23,4 +23,8 @@ struct FusionTarget {
   std::function<bool(const LibraryGroup&)> tunes_gemm;
 };
 
+// The target for `g` under `policy` (the router runs here, once) and a backend's GEMM rule.
+FusionTarget make_fusion_target(const Graph& g, const RoutingPolicy& policy,
+                                std::function<bool(const LibraryGroup&)> tunes_gemm);
+
 }  // namespace kiln::schedule

@@ -3,11 +3,31 @@
 #pragma once
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
 namespace kiln::test_common {
+
+// The six zoo models at the sizes of tests/CMakeLists.txt's zoo checks (short sequences), with what
+// their compile must contain.
+struct ZooModel {
+  const char* name;
+  std::map<std::string, int64_t> dims;
+  bool has_rows, has_generated;  // a row group; any generated group (every model has library calls)
+};
+inline void PrintTo(const ZooModel& m, std::ostream* os) { *os << m.name; }
+inline std::vector<ZooModel> zoo_models() {
+  return {{"resnet18", {{"batch", 1}}, false, false},
+          {"distilbert", {{"batch", 1}, {"seq", 32}}, true, true},
+          {"bert", {{"batch", 1}, {"seq", 32}}, true, true},
+          {"gpt2", {{"batch", 1}, {"seq", 32}}, true, true},
+          {"vit", {{"batch", 1}}, true, true},
+          {"trocr_small", {{"batch", 1}, {"dec_seq", 8}}, true, true}};
+}
 
 // The model's .onnx beside its weights, or an empty path and `why`: "SKIPPED: ..." when this machine
 // cannot make them (no numpy), anything else when making them failed.

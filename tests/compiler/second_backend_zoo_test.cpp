@@ -18,20 +18,14 @@
 namespace kiln {
 namespace {
 
-struct ZooCase {
-  const char* model;
-  std::map<std::string, int64_t> dims;  // as tests/CMakeLists.txt's zoo checks, short sequences
-  bool has_rows, has_generated;         // groups the model must make (every model has library calls)
-};
+using test_common::ZooModel;
 
-void PrintTo(const ZooCase& c, std::ostream* os) { *os << c.model; }
-
-class SecondBackendZoo : public ::testing::TestWithParam<ZooCase> {};
+class SecondBackendZoo : public ::testing::TestWithParam<ZooModel> {};
 
 TEST_P(SecondBackendZoo, RunsThroughTheSameCompilerAndMatchesTheReference) {
-  const ZooCase& c = GetParam();
+  const ZooModel& c = GetParam();
   std::string why;
-  const std::filesystem::path path = test_common::zoo_model(c.model, why);
+  const std::filesystem::path path = test_common::zoo_model(c.name, why);
   if (path.empty()) {
     if (why.rfind("SKIPPED", 0) == 0) GTEST_SKIP() << why;
     FAIL() << why;
@@ -52,7 +46,9 @@ TEST_P(SecondBackendZoo, RunsThroughTheSameCompilerAndMatchesTheReference) {
     for (const FusionGroup& grp : exe.graph.groups) any_row = any_row || grp.kind == "row";
     EXPECT_TRUE(any_row);
   }
-  if (c.has_generated) EXPECT_GT(counts.generated_groups, 0);
+  if (c.has_generated) {
+    EXPECT_GT(counts.generated_groups, 0);
+  }
   int grouped_nodes = 0;
   for (const Node& n : exe.graph.nodes) grouped_nodes += n.group >= 0;
   EXPECT_EQ(grouped_nodes + counts.nodes, static_cast<int>(exe.graph.nodes.size()));
@@ -69,18 +65,12 @@ TEST_P(SecondBackendZoo, RunsThroughTheSameCompilerAndMatchesTheReference) {
     ASSERT_TRUE(got.count(name)) << name;
     // Each group rounds its output to f32, where the reference stays in f64 throughout.
     CloseResult r = all_close(got.at(name), w, 1e-3, 1e-3, /*allow_widen=*/true);
-    EXPECT_TRUE(r.ok) << c.model << " output " << name << ": " << r.reason << " (max abs err " << r.max_abs_err << ")";
+    EXPECT_TRUE(r.ok) << c.name << " output " << name << ": " << r.reason << " (max abs err " << r.max_abs_err << ")";
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, SecondBackendZoo,
-                         ::testing::Values(ZooCase{"resnet18", {{"batch", 1}}, false, false},
-                                           ZooCase{"distilbert", {{"batch", 1}, {"seq", 32}}, true, true},
-                                           ZooCase{"bert", {{"batch", 1}, {"seq", 32}}, true, true},
-                                           ZooCase{"gpt2", {{"batch", 1}, {"seq", 32}}, true, true},
-                                           ZooCase{"vit", {{"batch", 1}}, true, true},
-                                           ZooCase{"trocr_small", {{"batch", 1}, {"dec_seq", 8}}, true, true}),
-                         [](const auto& info) { return std::string(info.param.model); });
+INSTANTIATE_TEST_SUITE_P(Zoo, SecondBackendZoo, ::testing::ValuesIn(test_common::zoo_models()),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace kiln

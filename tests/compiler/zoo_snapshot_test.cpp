@@ -128,23 +128,17 @@ std::string first_difference(const std::string& want, const std::string& got) {
   }
 }
 
-struct SnapshotCase {
-  const char* model;
-  std::map<std::string, int64_t> dims;
-};
-void PrintTo(const SnapshotCase& c, std::ostream* os) { *os << c.model; }
-
-class ZooSnapshot : public ::testing::TestWithParam<SnapshotCase> {};
+class ZooSnapshot : public ::testing::TestWithParam<test_common::ZooModel> {};
 
 TEST_P(ZooSnapshot, GeneratedCodeAndPlanAreUnchanged) {
   std::string why;
-  const fs::path model = test_common::zoo_model(GetParam().model, why);
+  const fs::path model = test_common::zoo_model(GetParam().name, why);
   if (model.empty()) {
     if (why.rfind("SKIPPED", 0) == 0) GTEST_SKIP() << why;
     FAIL() << why;
   }
   const Files got = snapshot_of(model, GetParam().dims);
-  const fs::path kept_dir = fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "snapshots" / GetParam().model;
+  const fs::path kept_dir = fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "snapshots" / GetParam().name;
   if (const char* update = std::getenv("KILN_UPDATE_SNAPSHOTS"); update && std::string(update) == "1") {
     fs::remove_all(kept_dir);
     for (const auto& [name, text] : got) {
@@ -158,21 +152,15 @@ TEST_P(ZooSnapshot, GeneratedCodeAndPlanAreUnchanged) {
   EXPECT_GT(got.count("fused.ir") + got.count("plan.txt"), 1u);
   for (const auto& [name, text] : kept) {
     auto it = got.find(name);
-    if (it == got.end()) ADD_FAILURE() << GetParam().model << ": " << name << " is no longer generated";
-    else if (it->second != text) ADD_FAILURE() << GetParam().model << ": " << name << " changed at " << first_difference(text, it->second);
+    if (it == got.end()) ADD_FAILURE() << GetParam().name << ": " << name << " is no longer generated";
+    else if (it->second != text) ADD_FAILURE() << GetParam().name << ": " << name << " changed at " << first_difference(text, it->second);
   }
   for (const auto& [name, text] : got)
-    if (!kept.count(name)) ADD_FAILURE() << GetParam().model << ": " << name << " is new (" << text.size() << " bytes)";
+    if (!kept.count(name)) ADD_FAILURE() << GetParam().name << ": " << name << " is new (" << text.size() << " bytes)";
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, ZooSnapshot,
-                         ::testing::Values(SnapshotCase{"resnet18", {{"batch", 1}}},
-                                           SnapshotCase{"distilbert", {{"batch", 1}, {"seq", 32}}},
-                                           SnapshotCase{"bert", {{"batch", 1}, {"seq", 32}}},
-                                           SnapshotCase{"gpt2", {{"batch", 1}, {"seq", 32}}},
-                                           SnapshotCase{"vit", {{"batch", 1}}},
-                                           SnapshotCase{"trocr_small", {{"batch", 1}, {"dec_seq", 8}}}),
-                         [](const auto& info) { return std::string(info.param.model); });
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooSnapshot, ::testing::ValuesIn(test_common::zoo_models()),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace kiln

@@ -227,12 +227,9 @@ bool CpuBackend::tunes_gemm(const Graph& g, const schedule::LibraryGroup& group,
 }
 
 schedule::FusionTarget fusion_target(const Graph& g, const Options& options) {
-  schedule::RoutingPolicy policy = schedule::routing_policy(options, routing_thresholds(options));
-  schedule::FusionTarget t;
-  t.routes = schedule::route_softmax_nodes(g, policy);
-  t.softmax_split_width = schedule::split_min_width(policy.thresholds);
-  t.tunes_gemm = [&g, options](const schedule::LibraryGroup& group) { return worth_tuning(g, group, options); };
-  return t;
+  return schedule::make_fusion_target(
+      g, schedule::routing_policy(options, routing_thresholds(options)),
+      [&g, options](const schedule::LibraryGroup& group) { return worth_tuning(g, group, options); });
 }
 
 std::unique_ptr<BackendCompile> CpuBackend::start_compile(const Options& options) const {
