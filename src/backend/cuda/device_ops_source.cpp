@@ -1,0 +1,247 @@
+// The CUDA C++ text of DeviceOps' kernels: one NVRTC program. Conventions as in the generated kernels
+// (codegen/cuda): 64-bit indexing, grid-stride loops over the output's flat index (consecutive threads
+// write consecutive elements), NaN-propagating max, no fast-math intrinsics, no headers.
+// The copy kernels move words W of 1, 2, 4, 8 or 16 bytes (the host picks the widest that the sizes and
+// pointers allow), so they never look at the dtype. Parameter structs are __grid_constant__: indexed
+// with a run-time index they are read in place from the parameter bank, not copied per thread.
+#include "backend/cuda/device_ops.h"
+
+namespace kiln::backend::cuda::detail {
+
+std::string_view device_ops_source() {
+  return R"(
+#define KILN_DEV __device__ __forceinline__
+#define KILN_MAX_PIECES 32
+
+typedef unsigned char kiln_w1;
+typedef unsigned short kiln_w2;
+typedef unsigned int kiln_w4;
+typedef unsigned long long kiln_w8;
+typedef uint4 kiln_w16;
+
+// The error record (4 long longs): code (0: none, 1: gather index out of range), the caller's site,
+// the offending index and the axis size. The first error wins; the flag is read before the atomic so
+// that a tensor full of bad indices does not serialise on it.
+KILN_DEV void kiln_report(long long* err, long long code, long long site, long long value, long long bound) {
+  volatile long long* v = err;
+  if (v[0] != 0) return;
+  unsigned long long* word = reinterpret_cast<unsigned long long*>(err);
+  if (atomicCAS(word, 0ull, (unsigned long long)code) == 0ull) {
+    err[1] = site;
+    err[2] = value;
+    err[3] = bound;
+  }
+}
+
+KILN_DEV long long kiln_first_index() { return (long long)blockIdx.x * blockDim.x + threadIdx.x; }
+KILN_DEV long long kiln_grid_stride() { return (long long)gridDim.x * blockDim.x; }
+
+// ---- Gather: out[o, k, j] = data[o, indices[k], j]; a bad index writes zeros and reports.
+template <class W, class I>
+KILN_DEV void kiln_gather(const W* data, const I* indices, W* out, long long outer, long long axis_dim,
+                          long long count, long long inner, long long* err, long long site) {
+  const long long n = outer * count * inner;
+  for (long long i = kiln_first_index(); i < n; i += kiln_grid_stride()) {
+    const long long j = i % inner;
+    const long long r = i / inner;
+    const long long k = r % count;
+    const long long o = r / count;
+    const long long raw = (long long)indices[k];
+    const long long v = raw < 0 ? raw + axis_dim : raw;
+    if (v < 0 || v >= axis_dim) {
+      out[i] = W{};
+      kiln_report(err, 1, site, raw, axis_dim);
+      continue;
+    }
+    out[i] = data[(o * axis_dim + v) * inner + j];
+  }
+}
+
+#define KILN_GATHER(I, IN, W)                                                                             \
+  extern "C" __global__ void kiln_gather_##IN##_##W(const W* data, const I* indices, W* out,             \
+      long long outer, long long axis_dim, long long count, long long inner, long long* err,             \
+      long long site) {                                                                                   \
+    kiln_gather<W, I>(data, indices, out, outer, axis_dim, count, inner, err, site);                     \
+  }
+
+// ---- Concat / Split: pieces [outer, len_k] against one big tensor [outer, big_row]. A launch covers
+// the pieces in `p` (at most 32, none empty); piece k sits at columns [column_k, column_k + len_k) of
+// the big row and at [prefix_k, prefix_k+1) of this launch's row.
+struct KilnPieces {
+  unsigned long long ptr[KILN_MAX_PIECES];
+  long long len[KILN_MAX_PIECES];
+  long long column[KILN_MAX_PIECES];
+  long long prefix[KILN_MAX_PIECES + 1];
+  int count;
+};
+
+// The piece holding launch column c: the last k with prefix[k] <= c.
+KILN_DEV int kiln_piece(const KilnPieces& p, long long c) {
+  int lo = 0, hi = p.count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (p.prefix[mid] <= c) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+template <class W, bool kToBig>
+KILN_DEV void kiln_pieces_copy(const KilnPieces& p, unsigned long long big, long long outer, long long big_row) {
+  const long long row = p.prefix[p.count];
+  const long long n = outer * row;
+  for (long long i = kiln_first_index(); i < n; i += kiln_grid_stride()) {
+    const long long r = i / row;
+    const long long c = i % row;
+    const int k = kiln_piece(p, c);
+    const long long cc = c - p.prefix[k];
+    W* big_at = reinterpret_cast<W*>(big) + r * big_row + p.column[k] + cc;
+    W* piece_at = reinterpret_cast<W*>(p.ptr[k]) + r * p.len[k] + cc;
+    if (kToBig) *big_at = *piece_at; else *piece_at = *big_at;
+  }
+}
+
+#define KILN_PIECES(W)                                                                                    \
+  extern "C" __global__ void kiln_concat_##W(const __grid_constant__ KilnPieces p, unsigned long long out, \
+                                             long long outer, long long out_row) {                        \
+    kiln_pieces_copy<W, true>(p, out, outer, out_row);                                                    \
+  }                                                                                                       \
+  extern "C" __global__ void kiln_split_##W(const __grid_constant__ KilnPieces p, unsigned long long in,   \
+                                            long long outer, long long in_row) {                          \
+    kiln_pieces_copy<W, false>(p, in, outer, in_row);                                                     \
+  }
+
+// ---- Strided copy: out[i] = in[sum_d idx_d(i) * stride_d] over out's shape (row-major), `in` already
+// at the view's offset; strides may be 0 or negative.
+struct KilnStrided {
+  long long shape[8];
+  long long stride[8];
+  int rank;
+};
+
+template <class W>
+KILN_DEV void kiln_strided(const W* in, W* out, const KilnStrided& s, long long n) {
+  for (long long i = kiln_first_index(); i < n; i += kiln_grid_stride()) {
+    long long rest = i, offset = 0;
+#pragma unroll
+    for (int d = 7; d >= 0; --d) {
+      if (d < s.rank) {
+        offset += (rest % s.shape[d]) * s.stride[d];
+        rest /= s.shape[d];
+      }
+    }
+    out[i] = in[offset];
+  }
+}
+
+#define KILN_STRIDED(W)                                                                                   \
+  extern "C" __global__ void kiln_strided_copy_##W(const W* in, W* out, const __grid_constant__ KilnStrided s, \
+                                                   long long n) {                                          \
+    kiln_strided<W>(in, out, s, n);                                                                       \
+  }
+
+KILN_GATHER(int, i32, kiln_w1) KILN_GATHER(int, i32, kiln_w2) KILN_GATHER(int, i32, kiln_w4)
+KILN_GATHER(int, i32, kiln_w8) KILN_GATHER(int, i32, kiln_w16)
+KILN_GATHER(long long, i64, kiln_w1) KILN_GATHER(long long, i64, kiln_w2) KILN_GATHER(long long, i64, kiln_w4)
+KILN_GATHER(long long, i64, kiln_w8) KILN_GATHER(long long, i64, kiln_w16)
+KILN_PIECES(kiln_w1) KILN_PIECES(kiln_w2) KILN_PIECES(kiln_w4) KILN_PIECES(kiln_w8) KILN_PIECES(kiln_w16)
+KILN_STRIDED(kiln_w1) KILN_STRIDED(kiln_w2) KILN_STRIDED(kiln_w4) KILN_STRIDED(kiln_w8) KILN_STRIDED(kiln_w16)
+
+// ---- MaxPool 2-D, NCHW. Taps on padding are skipped; a window with no tap inside gives -inf (as the CPU
+// kernel). A NaN tap is taken and then kept (v > NaN is false), so any NaN in the window gives NaN.
+struct KilnPool2d {
+  long long planes, in_h, in_w, out_h, out_w;
+  long long kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+};
+
+KILN_DEV float kiln_neg_inf(float) { return __int_as_float(0xff800000); }
+KILN_DEV double kiln_neg_inf(double) { return __longlong_as_double(0xfff0000000000000LL); }
+KILN_DEV float kiln_nan(float) { return __int_as_float(0x7fc00000); }
+KILN_DEV double kiln_nan(double) { return __longlong_as_double(0x7ff8000000000000LL); }
+
+template <class T>
+KILN_DEV void kiln_max_pool2d(const T* in, T* out, const KilnPool2d& g) {
+  const long long n = g.planes * g.out_h * g.out_w;
+  for (long long i = kiln_first_index(); i < n; i += kiln_grid_stride()) {
+    const long long ow = i % g.out_w;
+    const long long r = i / g.out_w;
+    const long long oh = r % g.out_h;
+    const long long plane = r / g.out_h;
+    const T* x = in + plane * g.in_h * g.in_w;
+    const long long h0 = oh * g.stride_h - g.pad_top, w0 = ow * g.stride_w - g.pad_left;
+    T acc = kiln_neg_inf(T{});
+    for (long long kh = 0; kh < g.kernel_h; ++kh) {
+      const long long ih = h0 + kh * g.dilation_h;
+      if (ih < 0 || ih >= g.in_h) continue;
+      for (long long kw = 0; kw < g.kernel_w; ++kw) {
+        const long long iw = w0 + kw * g.dilation_w;
+        if (iw < 0 || iw >= g.in_w) continue;
+        const T v = x[ih * g.in_w + iw];
+        if (v > acc || v != v) acc = v;
+      }
+    }
+    out[i] = acc;
+  }
+}
+
+// ---- GlobalAveragePool: the mean of each plane, summed in double (as the CPU kernel) and rounded once.
+// An empty plane gives NaN. Warp-per-plane for small planes, block-per-plane for large ones; the
+// order of the adds is fixed by the launch, so results are reproducible.
+KILN_DEV double kiln_warp_sum(double s) {
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+  return s;
+}
+
+template <class T>
+KILN_DEV T kiln_mean(double sum, long long spatial) {
+  return spatial > 0 ? (T)__ddiv_rn(sum, (double)spatial) : kiln_nan(T{});
+}
+
+template <class T>
+KILN_DEV void kiln_gap_warp(const T* in, T* out, long long planes, long long spatial) {
+  const int lane = threadIdx.x & 31;
+  const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+  for (long long p = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); p < planes; p += warps) {
+    const T* x = in + p * spatial;
+    double s = 0.0;
+    for (long long j = lane; j < spatial; j += 32) s += (double)x[j];
+    s = kiln_warp_sum(s);
+    if (lane == 0) out[p] = kiln_mean<T>(s, spatial);
+  }
+}
+
+template <class T>
+KILN_DEV void kiln_gap_block(const T* in, T* out, long long planes, long long spatial) {
+  __shared__ double partial[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  for (long long p = blockIdx.x; p < planes; p += gridDim.x) {
+    const T* x = in + p * spatial;
+    double s = 0.0;
+    for (long long j = threadIdx.x; j < spatial; j += blockDim.x) s += (double)x[j];
+    s = kiln_warp_sum(s);
+    if (lane == 0) partial[warp] = s;
+    __syncthreads();
+    if (warp == 0) {
+      s = kiln_warp_sum(lane < warps ? partial[lane] : 0.0);
+      if (lane == 0) out[p] = kiln_mean<T>(s, spatial);
+    }
+    __syncthreads();  // partial is rewritten for the next plane
+  }
+}
+
+#define KILN_POOL(T, TN)                                                                                  \
+  extern "C" __global__ void kiln_max_pool2d_##TN(const T* in, T* out, const __grid_constant__ KilnPool2d g) { \
+    kiln_max_pool2d<T>(in, out, g);                                                                       \
+  }                                                                                                       \
+  extern "C" __global__ void kiln_gap_warp_##TN(const T* in, T* out, long long planes, long long spatial) { \
+    kiln_gap_warp<T>(in, out, planes, spatial);                                                           \
+  }                                                                                                       \
+  extern "C" __global__ void kiln_gap_block_##TN(const T* in, T* out, long long planes, long long spatial) { \
+    kiln_gap_block<T>(in, out, planes, spatial);                                                          \
+  }
+
+KILN_POOL(float, f32)
+KILN_POOL(double, f64)
+)";
+}
+
+}  // namespace kiln::backend::cuda::detail
