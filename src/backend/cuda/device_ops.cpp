@@ -166,6 +166,9 @@ void pieces_copy(const Stream& stream, std::span<const Function> kernels, CUdevi
     KILN_INTERNAL_CHECK(lens[i] >= 0, "device cuda: {}: length {} of tensor {}", op, lens[i], i);
     const int64_t len_bytes = checked_mul(lens[i], unit, op);
     bits |= static_cast<uint64_t>(len_bytes);  // every column start is a sum of these
+    // A Split output may be omitted (0); a Concat input of nonzero length may not.
+    KILN_INTERNAL_CHECK(ptrs[i] != 0 || len_bytes == 0 || op == "Split", "device cuda: {}: tensor {} has no address",
+                        op, i);
     if (len_bytes > 0 && ptrs[i] != 0) {
       pieces.push_back({ptrs[i], row_bytes, len_bytes});
       bits |= ptrs[i];
