@@ -95,6 +95,7 @@ struct GemmProblem {
 // errors and dumps.
 std::string describe(const GemmProblem& problem);
 std::string_view epilogue_name(GemmEpilogue epilogue);
+inline bool adds_bias(GemmEpilogue e) { return e == GemmEpilogue::bias || e == GemmEpilogue::bias_relu; }
 
 // An InternalError naming the problem when it is not one LtMatmul takes: another dtype, a negative size
 // or stride, TF32 for a 16-bit type, k == 0 with a non-empty D (cuBLASLt has no k == 0 matmul; the
