@@ -35,7 +35,7 @@ struct RowCase {
   std::function<Graph()> graph;
   std::vector<Sizes> sizes;  // the GPU test runs each
   RowAccuracy accuracy = RowAccuracy::exact;
-  int special_every = 97;     // NaN, +inf, -inf sprinkled in float inputs, about one each per this many
+  int special_every = 97;     // NaN, +inf, -inf sprinkled in some rows of float inputs, about one each per this many
   bool neg_inf_row = false;   // row 1 of each float input all -inf (with at least 3 rows)
   bool gather_out_of_range = false;  // some rows' GatherElements index moved outside [-w, w): NaN there
 };
