@@ -1,0 +1,235 @@
+#include "codegen/cuda/emit_row_cuda.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+
+#include "codegen/cuda/emit_row_cuda_body.h"
+#include "codegen/cuda/scalar_cuda.h"
+#include "loops/index_layout.h"
+#include "support/error.h"
+
+namespace kiln::codegen::cuda {
+
+using loops::Expr;
+using loops::RowKernel;
+using loops::RowReduceKind;
+using loops::ScalarExpr;
+
+int64_t CudaRowLaunch::blocks(int64_t rows, int64_t cols) const {
+  KILN_INTERNAL_CHECK(rows >= 0 && cols >= 0, "CUDA row launch: {} rows of {} columns", rows, cols);
+  KILN_INTERNAL_CHECK(threads_per_block >= 32 && threads_per_block <= 1024 && threads_per_block % 32 == 0,
+                      "CUDA row launch: {} threads per block", threads_per_block);
+  return std::min(rows, kMaxBlocks);
+}
+
+std::string_view cuda_row_preamble() {
+  return R"(#ifndef KILN_CUDA_ROW_PREAMBLE
+#define KILN_CUDA_ROW_PREAMBLE
+// Block reductions of kiln's row kernels (needs the scalar preamble).
+struct kiln_sum_op { template <class T> KILN_DEV static T apply(T a, T b) { return a + b; } };
+struct kiln_max_op { template <class T> KILN_DEV static T apply(T a, T b) { return kiln_max_nan(a, b); } };
+struct kiln_min_op { template <class T> KILN_DEV static T apply(T a, T b) { return kiln_min_nan(a, b); } };
+// v combined over the whole block, returned to every thread: a butterfly within each warp (every lane
+// ends with the same value), then the warps' values in warp order. Every thread of the block must call
+// it (blockDim.x a multiple of 32); partial: 32 elements of shared memory.
+template <class Op, class T> KILN_DEV T kiln_block_reduce(T v, T* partial) {
+  for (int d = 16; d > 0; d /= 2) v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, d));
+  const unsigned warps = blockDim.x / 32;
+  __syncthreads();  // the previous reduction's readers are done with partial
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  T r = partial[0];
+  for (unsigned w = 1; w < warps; ++w) r = Op::apply(r, partial[w]);
+  return r;
+}
+#endif  // KILN_CUDA_ROW_PREAMBLE
+)";
+}
+
+namespace {
+
+Expr product(const std::vector<Expr>& sizes) {
+  Expr p(1);
+  for (const Expr& s : sizes) p = p * s;
+  return loops::simplify(p);
+}
+
+const char* combine_op(RowReduceKind k) {
+  switch (k) {
+    case RowReduceKind::Sum: return "kiln_sum_op";
+    case RowReduceKind::Max: return "kiln_max_op";
+    case RowReduceKind::Min: return "kiln_min_op";
+  }
+  internal_error("CUDA row emitter: unknown reduction");
+}
+
+std::string identity(RowReduceKind k, DType t) {
+  switch (k) {
+    case RowReduceKind::Sum: return cuda_literal(0.0, t);
+    case RowReduceKind::Max: return cuda_literal(-INFINITY, t);
+    case RowReduceKind::Min: return cuda_literal(INFINITY, t);
+  }
+  internal_error("CUDA row emitter: unknown reduction");
+}
+
+std::string describe(const loops::TensorDesc& t) {
+  std::string dims;
+  for (const Expr& d : t.sizes) dims += (dims.empty() ? "" : ", ") + loops::to_string(d);
+  return fmt::format("{} [{}]", dtype_name(t.dtype), dims);
+}
+
+// Row kernel text inside the row loop (indent 4: the loop's body).
+struct Emission {
+  const RowKernel& k;
+  loops::CppPrintOptions print;
+  loops::ExprMap<Expr> subs;  // domain variables -> expressions over o and c
+  Expr col_var, flat;
+
+  CudaRowBody body(const std::string& row_indent, const std::string& elem_indent) const {
+    return CudaRowBody(print, subs, col_var, flat, "(o * cols + c)", row_indent, elem_indent);
+  }
+
+  // r<r> = the reduction over row o's columns, in every thread.
+  std::string reduction(size_t r) const {
+    const loops::RowReduction& red = k.reductions[r];
+    const DType t = red.body.dtype();
+    CudaRowBody e = body("      ", "        ");
+    const std::string v = e.value(red.body);
+    std::string s = fmt::format("    // r{} = {} over the row\n    {} r{};\n    {{\n", r,
+                                loops::row_reduce_name(red.kind), cuda_type(t), r);
+    s += e.row_lines();
+    s += fmt::format("      {} acc = {};\n", cuda_type(t), identity(red.kind, t));
+    s += "      for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n" + e.elem_lines();
+    s += fmt::format("        acc = {}::apply(acc, {});\n      }}\n", combine_op(red.kind), v);
+    s += fmt::format("      r{} = kiln_block_reduce<{}>(acc, kiln_partial_{});\n    }}\n", r, combine_op(red.kind),
+                     dtype_name(t));
+    return s;
+  }
+
+  std::string elements_output() const {
+    CudaRowBody e = body("      ", "        ");
+    const std::string v = e.value(k.output_body);
+    std::string s = "    // the output's columns of row o\n    {\n" + e.row_lines();
+    s += "      for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n" + e.elem_lines();
+    return s + fmt::format("        out[o * cols + c] = {};\n      }}\n    }}\n", v);
+  }
+
+  std::string rows_output() const {
+    if (k.gather_column) return gather_output();
+    CudaRowBody e = body("      ", "      ");
+    const std::string v = e.value(k.output_body);
+    std::string s = "    // row o's value, by thread 0\n    if (threadIdx.x == 0) {\n" + e.row_lines();
+    return s + fmt::format("      out[o] = {};\n    }}\n", v);
+  }
+
+  // Thread 0 evaluates the element-level body at the row's column t only; a t outside [-cols, cols)
+  // reads nothing and writes NaN.
+  std::string gather_output() const {
+    // The column in a block of its own, with the column variable at 0 and no flat-index shortcut (for a
+    // width of 1 the index's load would otherwise look like an element-level one), as on the CPU.
+    loops::ExprMap<Expr> row_subs = subs;
+    for (const Expr& v : loops::index_vars(k))
+      if (loops::depends_on(subs.at(v), col_var)) row_subs[v] = Expr(0);
+    CudaRowBody te(print, row_subs, col_var, Expr::var("kiln_no_flat", Expr(2)), "", "        ", "        ");
+    const std::string tv = te.value(*k.gather_column);
+    CudaRowBody e = body("      ", "        ");
+    const std::string v = e.value(k.output_body);
+    std::string s = "    // row o's value at its gathered column, by thread 0\n    if (threadIdx.x == 0) {\n";
+    s += "      long long t = 0;\n      {\n" + te.row_lines() + te.elem_lines();
+    s += fmt::format("        t = (long long){};\n      }}\n", tv);
+    s += e.row_lines();
+    s += "      const long long c = t < 0 ? t + cols : t;\n";
+    s += fmt::format("      if (c < 0 || c >= cols) {{  // out of range: no read\n        out[o] = {};\n      }} else {{\n",
+                     cuda_literal(NAN, k.output.dtype));
+    return s + e.elem_lines() + fmt::format("        out[o] = {};\n      }}\n    }}\n", v);
+  }
+};
+
+}  // namespace
+
+CudaRowSource emit_row_cuda(const RowKernel& k, const CudaRowEmitOptions& options) {
+  loops::validate(k);
+  const int threads = options.threads_per_block;
+  KILN_INTERNAL_CHECK(threads >= 32 && threads <= 1024 && threads % 32 == 0,
+                      "CUDA row emitter: bad options ({} threads per block)", threads);
+  KILN_INTERNAL_CHECK(k.name.rfind("kiln_", 0) != 0, "kernel name '{}' would clash with the helpers", k.name);
+
+  CudaRowSource result;
+  result.name = k.name;
+  result.launch = {threads};
+  const std::vector<Expr> syms = loops::kernel_symbols(k);
+  std::map<std::string, size_t> sym_slot;
+  for (const Expr& s : syms) {
+    sym_slot.emplace(s.name(), result.symbols.size());
+    result.symbols.push_back(s.name());
+  }
+  // Symbols print as s<slot> (their names need not be C identifiers), variables by their names (o, c:
+  // validate keeps symbols off those).
+  Emission em{k, {}, {}, {}, {}};
+  em.print.leaf_name = [&sym_slot](const Expr& e) {
+    return e.is_sym() ? fmt::format("s{}", sym_slot.at(e.name())) : e.name();
+  };
+
+  const std::vector<Expr> rows = loops::row_sizes(k), cols = loops::col_sizes(k);
+  const Expr rows_extent = product(rows), cols_extent = product(cols);
+  const bool elements = k.output_kind == loops::RowOutput::elements;
+
+  std::string code = fmt::format("// Row kernel '{}', generated by kiln: rows of {} x {} columns; ", k.name,
+                                 loops::to_string(rows_extent), loops::to_string(cols_extent));
+  for (size_t r = 0; r < k.reductions.size(); ++r)
+    code += fmt::format("r{} = {} ({}), ", r, loops::row_reduce_name(k.reductions[r].kind),
+                        dtype_name(k.reductions[r].body.dtype()));
+  code += elements ? "an output per element\n" : "an output per row\n";
+  std::string params;
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    code += fmt::format("// in{}: {}\n", i, describe(k.inputs[i]));
+    params += fmt::format("const {}* __restrict__ in{}, ", cuda_storage_type(k.inputs[i].dtype), i);
+  }
+  code += fmt::format("// out: {}\n", describe(k.output));
+  params += fmt::format("{}* __restrict__ out", cuda_storage_type(k.output.dtype));
+  for (size_t j = 0; j < syms.size(); ++j) {
+    code += fmt::format("// s{} = {}\n", j, syms[j].name());
+    params += fmt::format(", long long s{}", j);
+  }
+  params += ", long long rows, long long cols";
+  code += cuda_scalar_preamble();
+  code += cuda_row_preamble();
+  code += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", threads, k.name, params);
+
+  const bool no_work = std::any_of(rows.begin(), rows.end(), [](const Expr& d) { return d.is_const(0); }) ||
+                       (elements && cols_extent.is_const(0));
+  if (no_work) {  // a constant zero size: nothing to do (and delinearising by it would divide by zero)
+    code += "  // no work\n}\n";
+    result.code = std::move(code);
+    return result;
+  }
+
+  const Expr o = Expr::var("o", rows_extent);
+  em.col_var = Expr::var("c", cols_extent);
+  const std::vector<Expr> vars = loops::index_vars(k);
+  const std::vector<Expr> row_idx = loops::delinearize(o, rows);
+  const std::vector<Expr> col_idx = cols_extent.is_const(0) ? std::vector<Expr>(cols.size(), Expr(0))
+                                                            : loops::delinearize(em.col_var, cols);
+  for (size_t d = 0; d < vars.size(); ++d)
+    em.subs.emplace(vars[d], d < rows.size() ? row_idx[d] : col_idx[d - rows.size()]);
+  em.flat = loops::linear_index(vars, loops::row_major_strides(k.domain));
+
+  // One array of per-warp partials per accumulator dtype (a block has at most 32 warps).
+  std::set<DType> accumulators;
+  for (const loops::RowReduction& r : k.reductions) accumulators.insert(r.body.dtype());
+  for (DType t : accumulators)
+    code += fmt::format("  __shared__ {} kiln_partial_{}[32];\n", cuda_type(t), dtype_name(t));
+  if (elements) code += "  if (cols <= 0) return;  // no elements\n";
+  // The loop's bounds are the same in every thread of a block, so each block reduction is reached by all.
+  code += "  for (long long o = blockIdx.x; o < rows; o += gridDim.x) {\n";
+  for (size_t r = 0; r < k.reductions.size(); ++r) code += em.reduction(r);
+  code += elements ? em.elements_output() : em.rows_output();
+  code += "  }\n}\n";
+  result.code = std::move(code);
+  return result;
+}
+
+}  // namespace kiln::codegen::cuda
