@@ -35,19 +35,25 @@ struct Pool2dArg {
 };
 static_assert(sizeof(Pool2dArg) == 13 * 8, "KilnPool2d's layout");
 
+struct Im2colArg {
+  int64_t n, c, in_h, in_w, out_h, out_w;
+  int64_t kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+};
+static_assert(sizeof(Im2colArg) == 14 * 8, "KilnIm2col's layout");
+
 // Kernel table: the copy kernels come in five word widths (1, 2, 4, 8, 16 bytes), the float ones in two
 // dtypes. The index of a kernel is its place in this order.
 constexpr int kWords = 5;
 constexpr const char* kWordNames[kWords] = {"kiln_w1", "kiln_w2", "kiln_w4", "kiln_w8", "kiln_w16"};
 constexpr int kGatherI32 = 0, kGatherI64 = 5, kConcat = 10, kSplit = 15, kStrided = 20;
-constexpr int kMaxPool = 25, kGapWarp = 27, kGapBlock = 29, kKernelCount = 31;
+constexpr int kMaxPool = 25, kGapWarp = 27, kGapBlock = 29, kIm2col = 31, kKernelCount = 33;
 
 std::vector<std::string> kernel_names() {
   std::vector<std::string> names;
   for (const char* prefix : {"kiln_gather_i32_", "kiln_gather_i64_", "kiln_concat_", "kiln_split_",
                              "kiln_strided_copy_"})
     for (const char* word : kWordNames) names.push_back(std::string(prefix) + word);
-  for (const char* prefix : {"kiln_max_pool2d_", "kiln_gap_warp_", "kiln_gap_block_"})
+  for (const char* prefix : {"kiln_max_pool2d_", "kiln_gap_warp_", "kiln_gap_block_", "kiln_im2col_"})
     for (const char* type : {"f32", "f64"}) names.push_back(std::string(prefix) + type);
   return names;
 }
@@ -290,6 +296,30 @@ void DeviceOps::global_average_pool(const Stream& stream, CUdeviceptr in, CUdevi
          n_times_c, spatial);
 }
 
+void DeviceOps::im2col(const Stream& stream, CUdeviceptr in, CUdeviceptr columns, const Im2colShape& g) const {
+  const int t = dtype_index(g.dtype, "im2col");
+  KILN_INTERNAL_CHECK(g.n >= 0 && g.c >= 0 && g.in_h >= 0 && g.in_w >= 0 && g.out_h >= 0 && g.out_w >= 0 &&
+                          g.kernel_h >= 1 && g.kernel_w >= 1 && g.stride_h >= 1 && g.stride_w >= 1 &&
+                          g.dilation_h >= 1 && g.dilation_w >= 1 && g.pad_top >= 0 && g.pad_left >= 0,
+                      "device cuda: im2col of a bad shape ([{}, {}, {}, {}] to {}x{}, kernel {}x{})", g.n, g.c, g.in_h,
+                      g.in_w, g.out_h, g.out_w, g.kernel_h, g.kernel_w);
+  // Every index the kernel forms fits in 64 bits: the sizes of both tensors, and the input coordinates
+  // (at most out * stride + kernel * dilation from -pad).
+  const int64_t rows = checked_mul(checked_mul(g.c, g.kernel_h, "im2col"), g.kernel_w, "im2col");
+  const int64_t pixels = checked_mul(g.out_h, g.out_w, "im2col");
+  const int64_t n = checked_mul(checked_mul(g.n, rows, "im2col"), pixels, "im2col");
+  checked_mul(checked_mul(checked_mul(g.n, g.c, "im2col"), g.in_h, "im2col"), g.in_w, "im2col");
+  checked_mul(g.out_h, g.stride_h, "im2col");
+  checked_mul(g.out_w, g.stride_w, "im2col");
+  checked_mul(g.kernel_h, g.dilation_h, "im2col");
+  checked_mul(g.kernel_w, g.dilation_w, "im2col");
+  if (n == 0) return;
+  const State& s = loaded();
+  Im2colArg arg{g.n,        g.c,        g.in_h,     g.in_w,    g.out_h,    g.out_w,      g.kernel_h,
+                g.kernel_w, g.stride_h, g.stride_w, g.pad_top, g.pad_left, g.dilation_h, g.dilation_w};
+  launch(stream, s.kernels[static_cast<size_t>(kIm2col + t)], grid_for(n), in, columns, arg);
+}
+
 std::optional<DeviceOpError> DeviceOps::take_error(const Stream& stream) const {
   const State& s = loaded();
   std::lock_guard lock(state_->check_mutex);
@@ -316,14 +346,20 @@ std::string DeviceOpError::message() const {
   return fmt::format("device cuda: {}: index {} is out of range for an axis of size {}", where, value, bound);
 }
 
-int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pad_begin,
-                         int64_t pad_end, bool ceil_mode) {
+namespace {
+
+// One windowed axis (MaxPool's window, Conv's kernel: `what`); see pool_output_size.
+int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pad_begin,
+                           int64_t pad_end, bool ceil_mode, std::string_view what) {
   KILN_INTERNAL_CHECK(in >= 0 && kernel >= 1 && stride >= 1 && dilation >= 1 && pad_begin >= 0 && pad_end >= 0,
-                      "device cuda: pool axis of {} with kernel {}, stride {}, dilation {}, pads {}/{}", in, kernel,
+                      "device cuda: {} axis of {} with kernel {}, stride {}, dilation {}, pads {}/{}", what, in, kernel,
                       stride, dilation, pad_begin, pad_end);
-  const int64_t extent = checked_mul(kernel - 1, dilation, "pool window") + 1;
-  const int64_t padded = in + pad_begin + pad_end;
-  KILN_USER_CHECK(padded >= extent, "device cuda: MaxPool window extent {} is larger than the padded input {}", extent,
+  const int64_t extent = checked_mul(kernel - 1, dilation, what) + 1;
+  int64_t padded = 0;
+  KILN_INTERNAL_CHECK(!__builtin_add_overflow(in, pad_begin, &padded) &&
+                          !__builtin_add_overflow(padded, pad_end, &padded),
+                      "device cuda: {} axis of {} with pads {}/{} overflows", what, in, pad_begin, pad_end);
+  KILN_USER_CHECK(padded >= extent, "device cuda: {} extent {} is larger than the padded input {}", what, extent,
                   padded);
   const int64_t span = padded - extent;
   int64_t out = span / stride + 1;
@@ -332,6 +368,13 @@ int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t dil
     if ((out - 1) * stride >= in + pad_begin) --out;  // the last window must start inside input or begin pad
   }
   return out;
+}
+
+}  // namespace
+
+int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pad_begin,
+                         int64_t pad_end, bool ceil_mode) {
+  return window_output_size(in, kernel, stride, dilation, pad_begin, pad_end, ceil_mode, "MaxPool window");
 }
 
 Pool2dShape make_max_pool2d_shape(int64_t n, int64_t c, int64_t in_h, int64_t in_w, std::span<const int64_t, 2> kernel,
@@ -351,6 +394,29 @@ Pool2dShape make_max_pool2d_shape(int64_t n, int64_t c, int64_t in_h, int64_t in
   g.dilation_w = dilations[1];
   g.out_h = pool_output_size(in_h, kernel[0], strides[0], dilations[0], pads[0], pads[2], ceil_mode);
   g.out_w = pool_output_size(in_w, kernel[1], strides[1], dilations[1], pads[1], pads[3], ceil_mode);
+  g.dtype = dtype;
+  return g;
+}
+
+Im2colShape make_im2col_shape(int64_t n, int64_t c, int64_t in_h, int64_t in_w, std::span<const int64_t, 2> kernel,
+                              std::span<const int64_t, 2> strides, std::span<const int64_t, 4> pads,
+                              std::span<const int64_t, 2> dilations, DType dtype) {
+  KILN_INTERNAL_CHECK(n >= 0 && c >= 0, "device cuda: im2col of [{}, {}, {}, {}]", n, c, in_h, in_w);
+  Im2colShape g;
+  g.n = n;
+  g.c = c;
+  g.in_h = in_h;
+  g.in_w = in_w;
+  g.kernel_h = kernel[0];
+  g.kernel_w = kernel[1];
+  g.stride_h = strides[0];
+  g.stride_w = strides[1];
+  g.pad_top = pads[0];
+  g.pad_left = pads[1];
+  g.dilation_h = dilations[0];
+  g.dilation_w = dilations[1];
+  g.out_h = window_output_size(in_h, kernel[0], strides[0], dilations[0], pads[0], pads[2], false, "Conv kernel");
+  g.out_w = window_output_size(in_w, kernel[1], strides[1], dilations[1], pads[1], pads[3], false, "Conv kernel");
   g.dtype = dtype;
   return g;
 }

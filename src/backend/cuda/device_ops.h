@@ -1,6 +1,6 @@
 // Hand-written CUDA kernels for the zoo's ops that are neither pointwise, row reductions nor GEMMs:
-// Gather, Concat, Split, a strided copy (Slice, Expand, Transpose views), MaxPool 2-D and
-// GlobalAveragePool. One NVRTC program holds them all (device_ops_source.cpp), compiled for the
+// Gather, Concat, Split, a strided copy (Slice, Expand, Transpose views), MaxPool 2-D,
+// GlobalAveragePool and im2col (2-D convolution as im2col + GEMM). One NVRTC program holds them all (device_ops_source.cpp), compiled for the
 // context's device on first use and shared by every copy of the DeviceOps.
 //
 // Every call is asynchronous on the given stream and launches nothing for an empty output. Pointers are
@@ -51,6 +51,33 @@ Pool2dShape make_max_pool2d_shape(int64_t n, int64_t c, int64_t in_h, int64_t in
                                   std::span<const int64_t, 2> strides, std::span<const int64_t, 4> pads,
                                   std::span<const int64_t, 2> dilations, bool ceil_mode, DType dtype);
 
+// im2col for 2-D convolution over an NCHW input [n, c, in_h, in_w]: columns, row-major
+// [n, c * kernel_h * kernel_w, out_h * out_w], where row r = (ci * kernel_h + ki) * kernel_w + kj of image b
+// at output pixel p = oh * out_w + ow holds
+//   in[b, ci, oh * stride_h - pad_top + ki * dilation_h, ow * stride_w - pad_left + kj * dilation_w]
+// and 0 where that lies outside the input. Then out[b] = W[oc, rows()] x columns[b] ([oc, pixels()]) is
+// the convolution's NCHW output for W the Conv weight [oc, c, kernel_h, kernel_w] viewed as a matrix.
+// End pads only decide out_h / out_w (see make_im2col_shape).
+struct Im2colShape {
+  int64_t n = 0, c = 0;
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  DType dtype = DType::f32;  // f32 or f64
+
+  int64_t rows() const { return c * kernel_h * kernel_w; }  // the GEMM's K
+  int64_t pixels() const { return out_h * out_w; }          // the GEMM's N, per image
+};
+
+// The shape for an NCHW input [n, c, in_h, in_w]; pads in ONNX order {top, left, bottom, right} (auto_pad
+// NOTSET). out = floor((in + pad_begin + pad_end - dilation * (kernel - 1) - 1) / stride) + 1 per axis,
+// as ONNX Conv; a kernel extent larger than the padded input is a UserError.
+Im2colShape make_im2col_shape(int64_t n, int64_t c, int64_t in_h, int64_t in_w, std::span<const int64_t, 2> kernel,
+                              std::span<const int64_t, 2> strides, std::span<const int64_t, 4> pads,
+                              std::span<const int64_t, 2> dilations, DType dtype);
+
 // What a device-side check recorded.
 struct DeviceOpError {
   std::string op;      // "Gather"
@@ -100,6 +127,10 @@ class DeviceOps {
   // out[p] = mean of in[p, 0 .. spatial) (f32 or f64), summed in double; spatial == 0 gives NaN.
   void global_average_pool(const Stream& stream, CUdeviceptr in, CUdeviceptr out, int64_t n_times_c,
                            int64_t spatial, DType dtype) const;
+
+  // im2col (f32 or f64; a bitwise copy, zeros for padding): `columns` holds n * rows() * pixels()
+  // elements. Consecutive threads write consecutive pixels of one row.
+  void im2col(const Stream& stream, CUdeviceptr in, CUdeviceptr columns, const Im2colShape& shape) const;
 
   // Synchronises `stream`, then returns and clears the error recorded by the kernels (none: nullopt).
   std::optional<DeviceOpError> take_error(const Stream& stream) const;

@@ -241,6 +241,41 @@ KILN_DEV void kiln_gap_block(const T* in, T* out, long long planes, long long sp
 
 KILN_POOL(float, f32)
 KILN_POOL(double, f64)
+
+// ---- im2col, NCHW: cols [n, c * kernel_h * kernel_w, out_h * out_w] over the flat index i, so that
+// consecutive threads write consecutive pixels of one row (coalesced; the reads are strided by the
+// stride only). Row r of image b is (ci, ki, kj) with r = (ci * kernel_h + ki) * kernel_w + kj, so
+// i / pixels / taps is the input plane b * c + ci. Taps on padding give +0; values are copied bitwise.
+struct KilnIm2col {
+  long long n, c, in_h, in_w, out_h, out_w;
+  long long kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+};
+
+template <class T>
+KILN_DEV void kiln_im2col(const T* in, T* cols, const KilnIm2col& g) {
+  const long long pixels = g.out_h * g.out_w;
+  const long long taps = g.kernel_h * g.kernel_w;
+  const long long n = g.n * g.c * taps * pixels;
+  for (long long i = kiln_first_index(); i < n; i += kiln_grid_stride()) {
+    const long long p = i % pixels;
+    const long long r = i / pixels;  // b * rows + (ci * kernel_h + ki) * kernel_w + kj
+    const long long tap = r % taps;
+    const long long plane = r / taps;  // b * c + ci
+    const long long ih = (p / g.out_w) * g.stride_h - g.pad_top + (tap / g.kernel_w) * g.dilation_h;
+    const long long iw = (p % g.out_w) * g.stride_w - g.pad_left + (tap % g.kernel_w) * g.dilation_w;
+    T v = T(0);
+    if (ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w) v = in[(plane * g.in_h + ih) * g.in_w + iw];
+    cols[i] = v;
+  }
+}
+
+#define KILN_IM2COL(T, TN)                                                                                \
+  extern "C" __global__ void kiln_im2col_##TN(const T* in, T* cols, const __grid_constant__ KilnIm2col g) { \
+    kiln_im2col<T>(in, cols, g);                                                                          \
+  }
+
+KILN_IM2COL(float, f32)
+KILN_IM2COL(double, f64)
 )";
 }
 
