@@ -69,6 +69,84 @@ TEST(DeviceOpsGeometry, MaxPool2dShapeTakesOnnxPadOrder) {
   EXPECT_EQ(g.out_w, pool_output_size(5, 2, 1, 1, 0, 1, true));
 }
 
+TEST(DeviceOpsGeometry, Im2colShapeHasConvOutputSizes) {
+  struct Case {
+    int64_t h, w, kernel[2], strides[2], pads[4], dilations[2], out_h, out_w;
+  };
+  const std::vector<Case> cases = {
+      {224, 224, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 112, 112},    // ResNet's stem
+      {56, 56, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 56, 56},        // 3x3 same
+      {7, 9, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 7, 9},            // odd, non-square
+      {56, 56, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 28, 28},        // 1x1 downsample
+      {57, 57, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 29, 29},        // odd: the last pixel is taken
+      {56, 56, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 28, 28},        // strided 3x3
+      {224, 224, {16, 16}, {16, 16}, {0, 0, 0, 0}, {1, 1}, 14, 14},  // ViT patchify
+      {10, 10, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 10, 10},        // dilated, same
+      {8, 5, {3, 2}, {2, 1}, {1, 0, 0, 1}, {1, 1}, 4, 5},            // ONNX pad order: top, left, bottom, right
+      {3, 3, {5, 5}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, 1},            // the kernel exactly covers the padded input
+      {7, 7, {3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}, 2, 2},            // no ceil_mode: floor (ceil: 3)
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.h << "x" << c.w << " kernel " << c.kernel[0] << "x" << c.kernel[1]);
+    Im2colShape g = make_im2col_shape(2, 3, c.h, c.w, c.kernel, c.strides, c.pads, c.dilations, DType::f32);
+    EXPECT_EQ(g.out_h, c.out_h);
+    EXPECT_EQ(g.out_w, c.out_w);
+    EXPECT_EQ(g.n, 2);
+    EXPECT_EQ(g.c, 3);
+    EXPECT_EQ(g.in_h, c.h);
+    EXPECT_EQ(g.in_w, c.w);
+    EXPECT_EQ(g.kernel_h, c.kernel[0]);
+    EXPECT_EQ(g.kernel_w, c.kernel[1]);
+    EXPECT_EQ(g.stride_h, c.strides[0]);
+    EXPECT_EQ(g.stride_w, c.strides[1]);
+    EXPECT_EQ(g.pad_top, c.pads[0]);
+    EXPECT_EQ(g.pad_left, c.pads[1]);
+    EXPECT_EQ(g.dilation_h, c.dilations[0]);
+    EXPECT_EQ(g.dilation_w, c.dilations[1]);
+    EXPECT_EQ(g.dtype, DType::f32);
+    EXPECT_EQ(g.rows(), 3 * c.kernel[0] * c.kernel[1]);
+    EXPECT_EQ(g.pixels(), c.out_h * c.out_w);
+  }
+  const int64_t k7[2] = {7, 7}, k3[2] = {3, 3}, s1[2] = {1, 1}, d1[2] = {1, 1}, d2[2] = {2, 2};
+  const int64_t p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1}, p_bottom[4] = {0, 0, 1, 0};
+  EXPECT_THROW(make_im2col_shape(1, 3, 5, 5, k7, s1, p0, d1, DType::f32), UserError);  // 7 > 5
+  EXPECT_THROW(make_im2col_shape(1, 3, 4, 4, k7, s1, p1, d1, DType::f32), UserError);  // 7 > 4 + 2
+  EXPECT_THROW(make_im2col_shape(1, 3, 4, 4, k3, s1, p0, d2, DType::f32), UserError);  // extent 5 > 4
+  EXPECT_THROW(make_im2col_shape(1, 3, 6, 4, k3, s1, p0, d2, DType::f32), UserError);  // the width only
+  EXPECT_EQ(make_im2col_shape(1, 3, 4, 5, k3, s1, p_bottom, d2, DType::f32).out_h, 1);  // 4 + 1 covers 5
+  try {
+    make_im2col_shape(1, 3, 5, 5, k7, s1, p0, d1, DType::f32);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("Conv kernel extent 7 is larger than the padded input 5"), std::string::npos)
+        << e.what();
+  }
+  // Every axis as the CPU ops' window rule without ceil_mode.
+  Node node;
+  node.op = OpKind::Conv;
+  node.name = "conv";
+  for (int64_t in : {1, 2, 5, 7, 31, 224})
+    for (int64_t k : {1, 2, 3, 7})
+      for (int64_t stride : {1, 2, 3})
+        for (int64_t dilation : {1, 2})
+          for (int64_t pb : {0, 1, 3})
+            for (int64_t pe : {0, 2}) {
+              const int64_t kernel[2] = {k, 1}, strides[2] = {stride, 1}, pads[4] = {pb, 0, pe, 0},
+                            dilations[2] = {dilation, 1};
+              if (in + pb + pe < (k - 1) * dilation + 1) continue;
+              linalg_ops::WindowAttrs w;
+              w.spatial = 1;
+              w.kernel = {k};
+              w.strides = {stride};
+              w.dilations = {dilation};
+              w.pads = {pb, pe};
+              w.ceil_mode = false;
+              EXPECT_EQ(make_im2col_shape(1, 1, in, 1, kernel, strides, pads, dilations, DType::f32).out_h,
+                        linalg_ops::window_axis(node, w, 0, in).out)
+                  << in << " " << k << " " << stride << " " << dilation << " " << pb << " " << pe;
+            }
+}
+
 TEST(DeviceOpsGeometry, ErrorMessageNamesTheOpAndSite) {
   DeviceOpError e{"Gather", 3, 7, 5};
   EXPECT_EQ(e.message(), "device cuda: Gather (site 3): index 7 is out of range for an axis of size 5");
@@ -534,11 +612,77 @@ TEST_F(DeviceOpsTest, GlobalAveragePoolMatchesTheFp64Mean) {
     }
 }
 
+// ---- im2col, against the definition as a host loop
+
+template <class T>
+std::vector<T> im2col_reference(const std::vector<T>& x, const Im2colShape& g) {
+  std::vector<T> cols;
+  for (int64_t b = 0; b < g.n; ++b)
+    for (int64_t ci = 0; ci < g.c; ++ci)
+      for (int64_t ki = 0; ki < g.kernel_h; ++ki)
+        for (int64_t kj = 0; kj < g.kernel_w; ++kj)  // row (ci * kernel_h + ki) * kernel_w + kj
+          for (int64_t oh = 0; oh < g.out_h; ++oh)
+            for (int64_t ow = 0; ow < g.out_w; ++ow) {
+              const int64_t ih = oh * g.stride_h - g.pad_top + ki * g.dilation_h;
+              const int64_t iw = ow * g.stride_w - g.pad_left + kj * g.dilation_w;
+              const bool inside = ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w;
+              cols.push_back(inside ? x[static_cast<size_t>(((b * g.c + ci) * g.in_h + ih) * g.in_w + iw)] : T(0));
+            }
+  return cols;
+}
+
+TEST_F(DeviceOpsTest, Im2colMatchesTheHostLoop) {
+  struct Case {
+    int64_t n, c, h, w;
+    int64_t kernel[2], strides[2], pads[4], dilations[2];
+  };
+  const std::vector<Case> cases = {
+      {1, 1, 1, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {1, 1, 5, 7, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},         // same, odd sizes
+      {2, 3, 9, 11, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},        // strided
+      {2, 3, 13, 9, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}},        // a small ResNet stem
+      {1, 3, 224, 224, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}},     // the ResNet stem: 1.8M elements
+      {2, 3, 10, 9, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}},        // dilation 2
+      {1, 3, 11, 12, {3, 2}, {1, 2}, {2, 0, 0, 1}, {2, 1}},       // mixed per axis, uneven pads
+      {2, 3, 7, 7, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}},         // 1x1: a copy
+      {2, 1, 9, 7, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}},         // 1x1 stride 2
+      {1, 3, 32, 48, {16, 16}, {16, 16}, {0, 0, 0, 0}, {1, 1}},   // ViT patchify
+      {1, 1, 3, 3, {5, 5}, {1, 1}, {1, 1, 1, 1}, {1, 1}},         // one pixel, mostly padding
+      {1, 2, 2, 2, {3, 3}, {1, 1}, {3, 3, 3, 3}, {1, 1}},         // pixels seeing only padding
+      {0, 3, 7, 7, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},         // empty batch
+      {2, 0, 7, 7, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},         // no channels
+  };
+  for (const Case& c : cases)
+    for (DType dtype : {DType::f32, DType::f64}) {
+      SCOPED_TRACE(::testing::Message() << "[" << c.n << ", " << c.c << ", " << c.h << ", " << c.w << "] kernel "
+                                        << c.kernel[0] << "x" << c.kernel[1] << " stride " << c.strides[0] << "x"
+                                        << c.strides[1] << " dilation " << c.dilations[0] << "x" << c.dilations[1]
+                                        << " " << (dtype == DType::f32 ? "f32" : "f64"));
+      Im2colShape g = make_im2col_shape(c.n, c.c, c.h, c.w, c.kernel, c.strides, c.pads, c.dilations, dtype);
+      const size_t n_in = static_cast<size_t>(c.n * c.c * c.h * c.w);
+      Bytes x, expected;
+      if (dtype == DType::f32) {
+        std::vector<float> v = random_values<float>(n_in, random_, 0.05);  // NaNs and -0 are copied as bits
+        x = as_bytes(v), expected = as_bytes(im2col_reference(v, g));
+      } else {
+        std::vector<double> v = random_values<double>(n_in, random_, 0.05);
+        x = as_bytes(v), expected = as_bytes(im2col_reference(v, g));
+      }
+      ASSERT_EQ(expected.size(), static_cast<size_t>(g.n * g.rows() * g.pixels()) * (dtype == DType::f32 ? 4 : 8));
+      Buffer in = upload(x), out = output(expected.size());
+      ops().im2col(stream(), in.ptr(), out.ptr(), g);
+      EXPECT_EQ(download(out), expected);  // bitwise, padding +0
+    }
+}
+
 TEST_F(DeviceOpsTest, PoolingRejectsOtherDtypes) {
   Pool2dShape g;
   g.dtype = DType::f16;
   EXPECT_THROW(ops().max_pool2d(stream(), 0, 0, g), UnsupportedError);
   EXPECT_THROW(ops().global_average_pool(stream(), 0, 0, 1, 1, DType::i32), UnsupportedError);
+  Im2colShape i;
+  i.dtype = DType::f16;
+  EXPECT_THROW(ops().im2col(stream(), 0, 0, i), UnsupportedError);
 }
 
 }  // namespace
