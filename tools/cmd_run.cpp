@@ -22,6 +22,7 @@ namespace {
 struct RunArgs {
   std::string model;
   std::string mode = "compiled";
+  std::string device;  // empty: the `device` setting
   std::vector<std::string> inputs, dims;
   uint64_t seed = 0;
   std::string output_dir, save_inputs, dump_dir;
@@ -56,6 +57,7 @@ std::string safe_file_name(const std::string& name) {
 int run(const RunArgs& a, Options options) {
   apply_threads(options, a.threads);
   if (!a.dump_dir.empty()) options.dump_dir = a.dump_dir;
+  if (!a.device.empty()) options.device = a.device;
   if (a.iters < 1) user_error("--iters must be at least 1");
   if (a.warmup < 0) user_error("--warmup must be >= 0");
   Mode mode = parse_mode(a.mode);
@@ -113,6 +115,7 @@ int run(const RunArgs& a, Options options) {
     nlohmann::json j;
     j["model"] = model_name;
     j["mode"] = mode_name(mode);
+    j["device"] = options.device;
     j["threads"] = omp_get_max_threads();
     j["iters"] = a.iters;
     j["latency_ms"] = median;
@@ -138,9 +141,9 @@ int run(const RunArgs& a, Options options) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("model: %s\nmode: %s, threads: %d, ops: %d, kernels per run: %d (%d generated, %d library), "
+  std::printf("model: %s\ndevice: %s, mode: %s, threads: %d, ops: %d, kernels per run: %d (%d generated, %d library), "
               "prepared in %.1f ms\n",
-              model_name.c_str(), mode_name(mode), omp_get_max_threads(), session.stats().ops,
+              model_name.c_str(), options.device.c_str(), mode_name(mode), omp_get_max_threads(), session.stats().ops,
               session.stats().kernels, session.stats().fused_kernels, session.stats().library_kernels, prepare_ms);
   for (const auto& info : session.outputs()) {
     const Tensor& t = outputs.at(info.name);
@@ -159,6 +162,7 @@ Command add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "run a model (default: a small bundled transformer)");
   cmd->add_option("model", args->model, "an .onnx file");
   cmd->add_option("--mode", args->mode, "compiled (default: fused generated kernels and library calls), eager (one kernel per op) or reference (the fp64 oracle)");
+  cmd->add_option("--device", args->device, "cpu (default) or cuda / cuda:N: where the model runs (the `device` setting)");
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy or NAME=FILE.pb (repeatable)");
   cmd->add_option("--dim", args->dims, "SYMBOL=SIZE for a symbolic dimension (repeatable)");
   cmd->add_option("--seed", args->seed, "seed for generated inputs");

@@ -35,6 +35,8 @@ struct Fusions {
   bool library = false;    // library calls with fused post-ops (fuse_library)
   bool rows = false;       // row kernels (fuse_rows)
   bool pointwise = false;  // pointwise kernels (fuse_pointwise)
+  // A lone pointwise node becomes a generated kernel too (a device has no eager kernels to fall back on).
+  bool pointwise_singletons = false;
 };
 
 // What a compile's tuning did, for RunStats and the terminal.
@@ -46,14 +48,24 @@ struct TuningStats {
   std::string summary;       // the autotuner's table (empty: nothing tuned)
 };
 
-// Memory for a run's arena (host memory on the CPU, device memory on a GPU).
-class Allocator {
+// Where a run's tensors live and how they get there: the arena's memory, the queue kernels launch on,
+// and the copies between the host and the device (host memory and no copies on the CPU; device
+// memory, a stream and asynchronous copies on a GPU).
+class DeviceRuntime {
  public:
-  virtual ~Allocator() = default;
+  virtual ~DeviceRuntime() = default;
   // At least `bytes`, 64-byte aligned; freed when the last owner lets go. Out of memory: a user error.
   virtual std::shared_ptr<void> allocate(int64_t bytes) const = 0;
   // Where what it allocates lives (planned buffers are wrapped as tensors on it).
   virtual Device device() const { return {}; }
+  // The stream launches are ordered on (none on the host).
+  virtual Stream stream() const { return {}; }
+  // `t` on this runtime's device (a copy when it lives elsewhere; ordered on stream()).
+  virtual Tensor upload(const Tensor& t) const { return t; }
+  // `t` in host memory (waits for the work queued before it).
+  virtual Tensor download(const Tensor& t) const { return t; }
+  // Waits until every launch queued on stream() has finished (a device fault is reported here).
+  virtual void synchronize() const {}
 };
 
 // One compile's work on a backend: its kernels, and the state that spans the model (the autotuner,
@@ -88,7 +100,7 @@ class Backend {
   // Whether this backend tunes the product of a MatMul / Gemm group (schedule::FusionTarget::tunes_gemm).
   virtual bool tunes_gemm(const Graph& g, const schedule::LibraryGroup& group, const Options& options) const = 0;
   virtual std::unique_ptr<BackendCompile> start_compile(const Options& options) const = 0;
-  virtual const Allocator& allocator() const = 0;
+  virtual const DeviceRuntime& runtime() const = 0;
 };
 
 }  // namespace kiln::backend

@@ -43,7 +43,7 @@ Executable compile(Graph graph, const backend::Backend& backend, const Options& 
   Executable exe;
   exe.graph = std::move(graph);
   exe.widened = mode == Mode::reference;
-  exe.allocator = &backend.allocator();
+  exe.runtime = &backend.runtime();
   Graph& g = exe.graph;
   const backend::Fusions fuse = mode == Mode::compiled ? backend.fusions(options) : backend::Fusions{};
   CompileState s{g, options, backend, backend.start_compile(options), {}, {}, {}, {}, {}};

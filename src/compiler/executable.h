@@ -22,7 +22,7 @@ struct Executable {
   MemoryPlan memory;
   PlanStats plan;
   backend::TuningStats tuning;
-  const backend::Allocator* allocator = nullptr;  // the backend's (it outlives the executable)
+  const backend::DeviceRuntime* runtime = nullptr;  // the backend's (it outlives the executable)
 };
 
 }  // namespace kiln::compiler

@@ -34,7 +34,8 @@ void fuse_row_kernels(CompileState& s) {
 }
 
 void fuse_pointwise_kernels(CompileState& s) {
-  for (schedule::PointwiseGroup& g : schedule::find_pointwise_groups(s.graph, s.claimed()))
+  const size_t min_nodes = s.backend.fusions(s.options).pointwise_singletons ? 1 : 2;
+  for (schedule::PointwiseGroup& g : schedule::find_pointwise_groups(s.graph, s.claimed(), min_nodes))
     add_generated(s, "pointwise", {g.nodes, g.inputs, g.output, g.symbols, std::move(g.kernel)});
 }
 

@@ -31,7 +31,7 @@ class ArenaLease {
     int slot = exe_.memory.slot_of[size_t(id)];
     if (slot < 0) return Tensor();
     char* base = static_cast<char*>(arena_.get()) + exe_.memory.slot_offset[size_t(slot)];
-    return Tensor::wrap(v.type.dtype, static_dims(v.type.shape), arena_, base, exe_.allocator->device());
+    return Tensor::wrap(v.type.dtype, static_dims(v.type.shape), arena_, base, exe_.runtime->device());
   }
 
  private:
@@ -96,7 +96,7 @@ std::shared_ptr<void> ArenaPool::take(const Executable& exe) {
       return arena;
     }
   }
-  return exe.allocator->allocate(exe.memory.arena_bytes);
+  return exe.runtime->allocate(exe.memory.arena_bytes);
 }
 
 void ArenaPool::give_back(std::shared_ptr<void> arena) {
@@ -112,6 +112,8 @@ std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
   std::vector<Tensor> slots(g.values.size());
   std::vector<char> present(g.values.size(), 0);
   std::map<std::string, int64_t> bound;
+  const backend::DeviceRuntime& device = *exe.runtime;
+  bool inputs_on_device = !inputs.empty();  // all given on the run's device: the outputs stay there too
   for (ValueId id : g.inputs) {
     const Value& v = g.value(id);
     auto it = inputs.find(v.name);
@@ -121,6 +123,13 @@ std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
     if (t.dtype() != v.type.dtype)
       user_error("input '{}': expected dtype {}, got {}", v.name, dtype_name(v.type.dtype), dtype_name(t.dtype()));
     check_input(v, t, bound);
+    if (t.device() != device.device()) {
+      if (!t.device().is_host())
+        user_error("input '{}' is on {}, but this model runs on {}", v.name, device_string(t.device()),
+                   device_string(device.device()));
+      inputs_on_device = false;
+      t = device.upload(t);
+    }
     slots[static_cast<size_t>(id)] = std::move(t);
     present[static_cast<size_t>(id)] = 1;
   }
@@ -157,10 +166,11 @@ std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
     for (ValueId v : step.outputs) planned.push_back(v == kNoValue ? Tensor() : arena.buffer(g.value(v), v));
     auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     std::vector<Tensor> outs =
-        exe.kernels[size_t(step.kernel)]->launch(backend::LaunchArgs{ins, planned, options.max_tensor_bytes});
+        exe.kernels[size_t(step.kernel)]->launch(backend::LaunchArgs{ins, planned, options.max_tensor_bytes, device.stream()});
     KILN_INTERNAL_CHECK(outs.size() == step.outputs.size(), "executor: step '{}' made {} outputs, expected {}",
                         step.label, outs.size(), step.outputs.size());
     if (timed) {
+      device.synchronize();  // a device step's time is its work, not its launch
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       op_ms[static_cast<size_t>(n.op)] += ms;
       op_count[static_cast<size_t>(n.op)]++;
@@ -178,6 +188,7 @@ std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
   if (timed && options.debug_on("ops")) print_op_times(op_ms, op_count);
 
   std::map<std::string, Tensor> result;
+  device.synchronize();  // a fault of the run's kernels is reported here, as its error
   if (profile)
     profile->total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start).count();
   for (ValueId id : g.outputs) {
@@ -186,7 +197,8 @@ std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
     bool may_alias = v.constant || (v.producer >= 0 && op_registry().find(g.nodes[static_cast<size_t>(v.producer)].op)
                                                            ->kernel_makes_outputs);
     const Tensor& t = v.constant ? *v.constant : slots[static_cast<size_t>(id)];
-    result[v.name] = may_alias ? t.clone() : t;
+    if (!t.device().is_host()) result[v.name] = inputs_on_device ? t : device.download(t);  // never an alias
+    else result[v.name] = may_alias ? t.clone() : t;
   }
   return result;
 }

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "backend/cpu/cpu_backend.h"
 #include "compiler/compile.h"
 #include "onnx/import.h"
+#include "runtime/backends.h"
 #include "runtime/executor.h"
 
 namespace kiln {
@@ -70,7 +70,7 @@ Session Session::from_graph(Graph graph, Mode mode, const Options& options,
   auto impl = std::make_unique<Impl>();
   impl->mode = mode;
   impl->options = options;
-  impl->backend = std::make_unique<backend::cpu::CpuBackend>(mode == Mode::reference);
+  impl->backend = runtime::make_backend(options, mode);
   impl->exe = compiler::compile(std::move(graph), *impl->backend, options, mode, dims);
   return Session(std::move(impl));
 }

@@ -139,7 +139,7 @@ bool find_symbol_sources(const Graph& g, const std::vector<ValueId>& inputs, con
   return true;
 }
 
-std::vector<PointwiseGroup> find_pointwise_groups(const Graph& g, const std::vector<char>& claimed) {
+std::vector<PointwiseGroup> find_pointwise_groups(const Graph& g, const std::vector<char>& claimed, size_t min_nodes) {
   std::vector<std::vector<NodeId>> consumers(g.values.size());
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (ValueId v : g.nodes[i].inputs)
@@ -167,7 +167,7 @@ std::vector<PointwiseGroup> find_pointwise_groups(const Graph& g, const std::vec
     if (group_of[i] >= 0) result[size_t(group_of[i])].nodes.push_back(static_cast<NodeId>(i));
   std::vector<PointwiseGroup> kept;
   for (auto& group : result) {
-    if (group.nodes.size() < 2) continue;
+    if (group.nodes.empty() || group.nodes.size() < min_nodes) continue;
     group.output = g.nodes[size_t(group.nodes.back())].outputs[0];
     group.kernel.name = "fused_" + std::to_string(kept.size());
     KernelBuilder builder(g, group);

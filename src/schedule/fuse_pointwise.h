@@ -29,10 +29,12 @@ struct PointwiseGroup {
 bool find_symbol_sources(const Graph& g, const std::vector<ValueId>& inputs, const std::vector<loops::Expr>& symbols,
                          std::vector<SymbolSource>& sources);
 
-// Groups of two or more fusible nodes, in topological order of their outputs. A node belongs to at
+// Groups of at least `min_nodes` fusible nodes (a backend without eager kernels takes lone nodes as
+// groups of one), in topological order of their outputs. A node belongs to at
 // most one group; nodes with claimed[id] != 0 (taken by another pass) are never used. A value is
 // inlined only when every use is inside its group, reads it once per element and it is no graph
 // output.
-std::vector<PointwiseGroup> find_pointwise_groups(const Graph& g, const std::vector<char>& claimed = {});
+std::vector<PointwiseGroup> find_pointwise_groups(const Graph& g, const std::vector<char>& claimed = {},
+                                                  size_t min_nodes = 2);
 
 }  // namespace kiln::schedule

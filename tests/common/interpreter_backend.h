@@ -93,7 +93,7 @@ class InterpreterBackend final : public backend::Backend {
   std::unique_ptr<backend::BackendCompile> start_compile(const Options&) const override {
     return std::make_unique<Compile>(counts_);
   }
-  const backend::Allocator& allocator() const override { return allocator_; }
+  const backend::DeviceRuntime& runtime() const override { return runtime_; }
 
   InterpreterCounts& counts() const { return counts_; }
 
@@ -139,7 +139,7 @@ class InterpreterBackend final : public backend::Backend {
     Node node_;
   };
 
-  class HeapAllocator final : public backend::Allocator {
+  class HeapRuntime final : public backend::DeviceRuntime {
    public:
     std::shared_ptr<void> allocate(int64_t bytes) const override {
       void* p = std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
@@ -149,7 +149,7 @@ class InterpreterBackend final : public backend::Backend {
   };
 
   mutable InterpreterCounts counts_;
-  HeapAllocator allocator_;
+  HeapRuntime runtime_;
 };
 
 }  // namespace kiln::testing_backend

@@ -1,6 +1,6 @@
 // Constants and buffers as a backend places them: the executor reads the constants a backend's
 // place_constant returned (a device backend uploads its weights there once), and wraps planned
-// buffers on its allocator's device.
+// buffers on its runtime's device.
 #include <gtest/gtest.h>
 
 #include "backend/cpu/cpu_backend.h"
@@ -25,7 +25,7 @@ class DoublingBackend final : public backend::Backend {
   std::unique_ptr<backend::BackendCompile> start_compile(const Options& o) const override {
     return std::make_unique<Compile>(cpu_.start_compile(o), placed_);
   }
-  const backend::Allocator& allocator() const override { return cpu_.allocator(); }
+  const backend::DeviceRuntime& runtime() const override { return cpu_.runtime(); }
   int placed() const { return placed_; }
 
  private:

@@ -42,7 +42,7 @@ class SnapshotBackend final : public backend::Backend {
   std::unique_ptr<backend::BackendCompile> start_compile(const Options&) const override {
     return std::make_unique<Compile>(files_, counts_);
   }
-  const backend::Allocator& allocator() const override { return cpu_.allocator(); }
+  const backend::DeviceRuntime& runtime() const override { return cpu_.runtime(); }
 
  private:
   class Named final : public backend::Kernel {

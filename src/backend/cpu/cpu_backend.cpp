@@ -113,7 +113,7 @@ class NodeKernel final : public Kernel {
   int64_t max_rank_;
 };
 
-class HostAllocator final : public Allocator {
+class HostRuntime final : public DeviceRuntime {
  public:
   std::shared_ptr<void> allocate(int64_t bytes) const override {
     void* p = std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
@@ -236,9 +236,9 @@ std::unique_ptr<BackendCompile> CpuBackend::start_compile(const Options& options
   return std::make_unique<CpuCompile>(options, reference_);
 }
 
-CpuBackend::CpuBackend(bool reference) : reference_(reference), allocator_(std::make_unique<HostAllocator>()) {}
+CpuBackend::CpuBackend(bool reference) : reference_(reference), runtime_(std::make_unique<HostRuntime>()) {}
 CpuBackend::~CpuBackend() = default;
 
-const Allocator& CpuBackend::allocator() const { return *allocator_; }
+const DeviceRuntime& CpuBackend::runtime() const { return *runtime_; }
 
 }  // namespace kiln::backend::cpu

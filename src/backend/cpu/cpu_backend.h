@@ -19,11 +19,11 @@ class CpuBackend final : public Backend {
   schedule::RoutingThresholds routing_thresholds(const Options& options) const override;
   bool tunes_gemm(const Graph& g, const schedule::LibraryGroup& group, const Options& options) const override;
   std::unique_ptr<BackendCompile> start_compile(const Options& options) const override;
-  const Allocator& allocator() const override;
+  const DeviceRuntime& runtime() const override;
 
  private:
   bool reference_;
-  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<DeviceRuntime> runtime_;
 };
 
 // The C++ source of a row or pointwise group's kernel, named by its content (what the backend compiles).

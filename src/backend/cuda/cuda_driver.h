@@ -31,6 +31,8 @@ namespace kiln::backend::cuda {
   X(cuMemFreeHost)                       \
   X(cuMemcpyHtoDAsync)                   \
   X(cuMemcpyDtoHAsync)                   \
+  X(cuMemcpyDtoDAsync)                   \
+  X(cuMemsetD8Async)                     \
   X(cuModuleLoadData)                    \
   X(cuModuleGetFunction)                 \
   X(cuModuleUnload)                      \

@@ -93,6 +93,7 @@ struct DeviceOps::State {
   explicit State(const Context& c) : context(c) {}
   Context context;
   std::once_flag once;
+  CubinCompiler compile;  // empty: NVRTC directly
   // Set once, under `once`:
   std::optional<Module> module;
   std::vector<Function> kernels;  // in kernel_names() order
@@ -102,16 +103,19 @@ struct DeviceOps::State {
   std::mutex check_mutex;         // readback is one buffer for all checking threads
 };
 
-DeviceOps::DeviceOps(const Context& context) : state_(std::make_shared<State>(context)) {}
+DeviceOps::DeviceOps(const Context& context, CubinCompiler compile) : state_(std::make_shared<State>(context)) {
+  state_->compile = std::move(compile);
+}
 
 std::string DeviceOps::source() { return std::string(detail::device_ops_source()); }
 
 const DeviceOps::State& DeviceOps::loaded() const {
   State& s = *state_;
   std::call_once(s.once, [&s] {  // a throw leaves the flag unset: the next call tries again
-    CompiledCubin compiled = compile_to_cubin(detail::device_ops_source(), "kiln_device_ops.cu",
-                                              s.context.device().arch());
-    Module module(s.context, compiled.cubin);
+    std::vector<char> cubin =
+        s.compile ? s.compile("kiln_device_ops", detail::device_ops_source())
+                  : compile_to_cubin(detail::device_ops_source(), "kiln_device_ops.cu", s.context.device().arch()).cubin;
+    Module module(s.context, cubin);
     std::vector<Function> kernels;
     for (const std::string& name : kernel_names()) kernels.push_back(module.function(name));
     KILN_INTERNAL_CHECK(kernels.size() == kKernelCount, "device cuda: {} device-op kernels", kernels.size());

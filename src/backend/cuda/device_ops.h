@@ -16,6 +16,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -89,8 +90,11 @@ struct DeviceOpError {
 
 class DeviceOps {
  public:
-  // Cheap: NVRTC runs at the first op (or prepare()), once, whichever thread gets there first.
-  explicit DeviceOps(const Context& context);
+  // Source to cubin for this context's device (the backend's goes through its cubin cache).
+  using CubinCompiler = std::function<std::vector<char>(std::string_view name, std::string_view code)>;
+  // Cheap: the compile runs at the first op (or prepare()), once, whichever thread gets there first.
+  // Without `compile`, NVRTC compiles for the device's own architecture.
+  explicit DeviceOps(const Context& context, CubinCompiler compile = {});
 
   static std::string source();  // the CUDA C++ text (for the NVRTC-only test)
   static constexpr int kMaxPiecesPerLaunch = 32;  // Concat / Split inputs per launch (more: several launches)

@@ -1,0 +1,76 @@
+#!/bin/bash
+# The CUDA backend on the GPU machine, in two halves.
+#   scripts/device_run.sh pack [BUILD]   here: kiln, test_cuda and the shared libraries they link (not the
+#                                         C/C++ runtime, which the GPU machine has) as .dev/bundle.tar.xz
+#                                         (git-ignored), to travel as the device tool's `carry: [".dev"]`
+#   scripts/device_run.sh run [MODELS]   there: the CUDA tests, then each zoo model (default: all) on the
+#                                         GPU in fp32 against the CPU (kiln compare: the accuracy rule, the
+#                                         CPU's fp64 reference as the oracle) and timed beside it, then
+#                                         compute-sanitizer's memcheck over the tests; results under $OUT
+# The GPU machine (Ubuntu 24.04, driver 580, CUDA 13) runs binaries built here on Debian 12 when the
+# libraries travel with them; its python3 has numpy, which scripts/make_zoo_weights.py needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=/tmp/kiln-device-bin  # where the bundle is unpacked (both sides)
+
+pack() {
+  local build=${1:-build}
+  rm -rf "$BIN" .dev && mkdir -p "$BIN/lib" .dev
+  cp "$build/kiln" "$build/tests/test_cuda" "$BIN/"
+  # Every library the two binaries resolve, but the C and C++ runtimes and the loader.
+  for lib in $( (ldd "$build/kiln"; ldd "$build/tests/test_cuda") | awk '$3 ~ /^\// {print $3}' | sort -u); do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|ld-linux*|libpthread.so*|libdl.so*|librt.so*) ;;
+      *) cp -L "$lib" "$BIN/lib/" ;;
+    esac
+  done
+  strip --strip-unneeded "$BIN/kiln" "$BIN/test_cuda" 2>/dev/null || true
+  # The device tool carries at most 64 MiB: xz brings the ~90 MB down to about a fifth.
+  tar -C "$BIN" -cf - . | xz -T0 -6 > .dev/bundle.tar.xz
+  du -sh .dev/bundle.tar.xz
+}
+
+run() {
+  local out=${OUT:-/tmp/kiln-device}
+  mkdir -p "$out" "$BIN"
+  xz -dc .dev/bundle.tar.xz | tar -C "$BIN" -xf -
+  export LD_LIBRARY_PATH=$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export KILN_CACHE_DIR=/tmp/kiln-cache
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+  if [ "${KILN_DEVICE_TESTS:-1}" = 1 ]; then
+    "$BIN/test_cuda" --gtest_brief=1 > "$out/test_cuda.txt" 2>&1 && echo "test_cuda: passed" || echo "test_cuda: FAILED (rc $?)"
+    grep -E "^\[  FAILED|^\[  PASSED|^\[  SKIPPED \]" "$out/test_cuda.txt" | head -20
+  fi
+  local models=${*:-bert distilbert gpt2 vit trocr_small resnet18}
+  for m in $models; do
+    local dims
+    case $m in  # batch 1 at the sizes of lab/GPU.md's anchors
+      bert|distilbert|gpt2) dims="--dim batch=1 --dim seq=128" ;;
+      trocr_small) dims="--dim batch=1 --dim dec_seq=32" ;;
+      *) dims="--dim batch=1" ;;
+    esac
+    local dir=/tmp/zoo-$m
+    mkdir -p "$out/$m"
+    [ -f "$dir/$m.onnx" ] || python3 scripts/make_zoo_weights.py "$m" "$dir" > /dev/null
+    for side in cuda cpu; do
+      "$BIN/kiln" run "$dir/$m.onnx" --device $side $dims --seed 1 --output-dir "$out/$m/$side" --warmup 3 --iters 20 \
+        > "$out/$m/$side.txt" 2>&1 || echo "$m $side: FAILED: $(tail -2 "$out/$m/$side.txt")"
+    done
+    "$BIN/kiln" run "$dir/$m.onnx" --mode reference $dims --seed 1 --output-dir "$out/$m/reference" > /dev/null 2>&1 || true
+    echo "== $m"
+    grep -h "latency" "$out/$m/cuda.txt" "$out/$m/cpu.txt" 2>/dev/null | sed 's/^/  /' || true
+    "$BIN/kiln" compare "$out/$m/cuda" "$out/$m/cpu" "$out/$m/reference" 2>&1 | tail -3 | sed 's/^/  /' || true
+  done
+  if [ "${KILN_DEVICE_MEMCHECK_S:-240}" -gt 0 ]; then  # last: the slowest part, cut at its time limit
+    timeout "${KILN_DEVICE_MEMCHECK_S:-240}" compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$BIN/test_cuda" \
+      --gtest_brief=1 > "$out/memcheck.txt" 2>&1 && echo "memcheck: clean" || echo "memcheck: FAILED or cut short (rc $?)"
+    grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/memcheck.txt" | tail -3 || true
+  fi
+}
+
+case "${1:-}" in
+  pack) shift; pack "$@" ;;
+  run) shift; run "$@" ;;
+  *) echo "usage: $0 pack [BUILD] | run [MODELS...]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,177 @@
+// 2-D convolution on the device as im2col and one batched cuBLASLt product per call:
+//   columns[b] = im2col(x[b])            [C*KH*KW, OH*OW]   (a 1x1, stride-1, unpadded conv reads x itself)
+//   y[b] = W [OC, C*KH*KW] x columns[b]  [OC, OH*OW]: NCHW, W shared by the batch (stride 0)
+// then one generated kernel for the bias per output channel and the group's epilogue (activation,
+// residual, Relu), from the same epilogue expression as the matmuls. A convolution cuDNN would fuse
+// better; this route is correct first, for every conv of the zoo.
+#include <fmt/format.h>
+
+#include <map>
+#include <mutex>
+
+#include "backend/cuda/cublaslt.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/device_ops.h"
+#include "schedule/gemm_tail.h"
+#include "support/checked_math.h"
+#include "support/error.h"
+
+namespace kiln::backend::cuda {
+namespace {
+
+using schedule::LibraryGroup;
+
+std::vector<int64_t> ints_or(const Node& n, const char* name, std::vector<int64_t> def) {
+  std::vector<int64_t> v = n.attr_ints(name);
+  return v.empty() ? def : v;
+}
+
+// A constant per output channel (shape [OC], [OC,1,1] or [1,OC,1,1]) as OC floats.
+std::vector<float> per_channel(const Tensor& c, int64_t oc, const std::string& what) {
+  if (c.dtype() != DType::f32 || c.numel() != oc) user_error("{}: bias of shape {} for {} channels", what, c.shape_string(), oc);
+  return std::vector<float>(c.data<float>(), c.data<float>() + oc);
+}
+
+class ConvKernel final : public Kernel {
+ public:
+  ConvKernel(const CudaRuntime& runtime, const Graph& g, const Node& conv, const LibraryGroup* group,
+             const Options& options, ModuleCache& modules)
+      : runtime_(runtime), what_(g.describe(conv)), allow_tf32_(options.allow_tf32) {
+    const Tensor& w = *g.value(conv.inputs[1]).constant;
+    oc_ = w.dim(0);
+    c_ = w.dim(1);
+    kernel_ = {w.dim(2), w.dim(3)};
+    strides_ = ints_or(conv, "strides", {1, 1});
+    dilations_ = ints_or(conv, "dilations", {1, 1});
+    pads_ = ints_or(conv, "pads", {0, 0, 0, 0});
+    std::vector<float> bias(static_cast<size_t>(oc_), 0.f);
+    bool has_bias = false;
+    auto add_bias = [&](ValueId v) {
+      std::vector<float> b = per_channel(*g.value(v).constant, oc_, what_);
+      for (size_t i = 0; i < b.size(); ++i) bias[i] += b[i];
+      has_bias = true;
+    };
+    if (conv.has_input(2)) add_bias(conv.inputs[2]);
+    if (group && group->bias != kNoValue) add_bias(group->bias);
+    if (has_bias) bias_ = runtime.upload(Tensor::from_vector<float>(DType::f32, {oc_, 1, 1}, bias));
+    residual_input_ = group ? group->residual : -1;
+
+    const TensorType& out = g.value(group ? group->output : conv.outputs[0]).type;
+    loops::ScalarExpr expr = group ? schedule::epilogue_expr(g, *group) : loops::load(0, loops::Expr(0), DType::f32);
+    if (schedule::is_identity(expr) && !has_bias) return;  // the product is the output
+    // Epilogue inputs: the product, the bias (per channel), the residual.
+    loops::PointwiseKernel k;
+    loops::TensorDesc desc{DType::f32, {}};
+    for (const Dim& d : out.shape) desc.sizes.push_back(loops::from_dim(d));
+    k.inputs.push_back(desc);
+    const int bias_slot = has_bias ? static_cast<int>(k.inputs.size()) : -1;
+    if (has_bias) k.inputs.push_back({DType::f32, {loops::Expr(oc_), loops::Expr(1), loops::Expr(1)}});
+    const int residual_slot = residual_input_ >= 0 ? static_cast<int>(k.inputs.size()) : -1;
+    if (residual_slot >= 0) k.inputs.push_back(desc);
+    k.output = desc;
+    k.body = replace_loads(expr, [&](int i) {
+      if (i == 0)
+        return bias_slot < 0 ? loops::load_broadcast(k, 0)
+                             : loops::add(loops::load_broadcast(k, 0), loops::load_broadcast(k, bias_slot));
+      KILN_INTERNAL_CHECK(i == 1 && residual_slot >= 0, "{}: epilogue load {}", what_, i);
+      return loops::load_broadcast(k, residual_slot);
+    });
+    epilogue_.emplace(std::move(k), "conv_ep", modules);
+  }
+
+  std::vector<Tensor> launch(const LaunchArgs& args) const override {
+    const Tensor& x = *args.inputs.at(0);
+    const Tensor& w = *args.inputs.at(1);
+    if (x.dtype() != DType::f32 || x.rank() != 4 || x.dim(1) != c_)
+      user_error("{}: input {} {} for {} input channels (f32 NCHW)", what_, dtype_name(x.dtype()), x.shape_string(), c_);
+    const Im2colShape shape = make_im2col_shape(x.dim(0), c_, x.dim(2), x.dim(3), std::span<const int64_t, 2>(kernel_),
+                                                std::span<const int64_t, 2>(strides_.data(), 2),
+                                                std::span<const int64_t, 4>(pads_.data(), 4),
+                                                std::span<const int64_t, 2>(dilations_.data(), 2), DType::f32);
+    const std::vector<int64_t> out_dims{x.dim(0), oc_, shape.out_h, shape.out_w};
+    const Tensor* residual = residual_input_ >= 0 ? args.inputs.at(size_t(residual_input_)) : nullptr;
+    if (residual && residual->shape() != out_dims)
+      user_error("{}: residual of shape {} for an output of [{}]", what_, residual->shape_string(), fmt::join(out_dims, ","));
+    Tensor out = args.planned.empty() ? Tensor() : args.planned[0];
+    if (!out.raw() || out.shape() != out_dims || out.dtype() != DType::f32) {
+      const int64_t bytes = checked_mul(checked_numel(out_dims, what_), int64_t{4}, what_);
+      if (bytes > args.max_tensor_bytes) user_error("{}: output of {} bytes exceeds max_tensor_bytes", what_, bytes);
+      out = runtime_.empty(DType::f32, out_dims);
+    }
+    if (out.numel() == 0) return {out};
+    const int64_t rows = c_ * kernel_[0] * kernel_[1], pixels = shape.out_h * shape.out_w;
+    // A 1x1 stride-1 unpadded convolution is a product with x as it is.
+    const bool direct = kernel_[0] == 1 && kernel_[1] == 1 && strides_[0] == 1 && strides_[1] == 1 &&
+                        pads_[0] == 0 && pads_[1] == 0 && pads_[2] == 0 && pads_[3] == 0;
+    Tensor columns = direct ? x : runtime_.empty(DType::f32, {x.dim(0), rows, pixels});
+    if (!direct) runtime_.device_ops().im2col(runtime_.cuda_stream(), device_ptr(x), device_ptr(columns), shape);
+
+    GemmProblem p;
+    p.batch = x.dim(0);
+    p.m = oc_;
+    p.k = rows;
+    p.n = pixels;
+    p.batch_stride_a = 0;
+    p.batch_stride_b = rows * pixels;
+    p.allow_tf32 = allow_tf32_;
+    p.pointer_alignment = 64;
+    Tensor product = epilogue_ ? runtime_.empty(DType::f32, out_dims) : out;
+    const LtMatmul& mm = matmul_for(p);
+    const size_t workspace_bytes = mm.workspace_bytes(0);
+    Tensor workspace = workspace_bytes ? runtime_.empty(DType::u8, {int64_t(workspace_bytes)}) : Tensor();
+    mm.run(runtime_.cuda_stream(), 0, device_ptr(w), device_ptr(columns), 0, 0, device_ptr(product),
+           workspace_bytes ? device_ptr(workspace) : 0, workspace_bytes);
+    if (epilogue_) {
+      std::vector<CUdeviceptr> inputs{device_ptr(product)};
+      if (bias_.raw()) inputs.push_back(device_ptr(bias_));
+      if (residual) inputs.push_back(device_ptr(*residual));
+      epilogue_->run(runtime_.cuda_stream(), inputs, out);
+    }
+    return {out};
+  }
+
+ private:
+  const LtMatmul& matmul_for(const GemmProblem& p) const {
+    const std::string key = describe(p);
+    std::lock_guard lock(mutex_);
+    auto it = plans_.find(key);
+    if (it == plans_.end()) it = plans_.emplace(key, std::make_unique<LtMatmul>(runtime_.context(), p)).first;
+    return *it->second;
+  }
+
+  const CudaRuntime& runtime_;
+  std::string what_;
+  bool allow_tf32_ = false;
+  int64_t oc_ = 0, c_ = 0;
+  std::array<int64_t, 2> kernel_{};
+  std::vector<int64_t> strides_, dilations_, pads_;
+  Tensor bias_;  // [OC, 1, 1] on the device
+  int residual_input_ = -1;
+  std::optional<EpilogueLaunch> epilogue_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, std::unique_ptr<LtMatmul>> plans_;
+};
+
+}  // namespace
+
+bool has_conv_route(const Graph& g, const Node& conv, const LibraryGroup* group) {
+  if (conv.op != OpKind::Conv || conv.inputs.size() < 2) return false;
+  const auto& w = g.value(conv.inputs[1]).constant;
+  if (!w || w->rank() != 4 || w->dtype() != DType::f32) return false;
+  if (conv.has_input(2) && !g.value(conv.inputs[2]).constant) return false;
+  if (conv.attr_int("group", 1) != 1) return false;
+  const std::string pad = conv.attr_string("auto_pad", "NOTSET");
+  if (pad != "NOTSET" && !pad.empty()) return false;
+  if (ints_or(conv, "strides", {1, 1}).size() != 2 || ints_or(conv, "dilations", {1, 1}).size() != 2 ||
+      ints_or(conv, "pads", {0, 0, 0, 0}).size() != 4)
+    return false;
+  return !group || group->batchnorm < 0;  // no BatchNormalization folding here yet
+}
+
+std::unique_ptr<Kernel> make_conv_kernel(const CudaRuntime& runtime, const Graph& g, const Node& conv,
+                                         const LibraryGroup* group, const Options& options, ModuleCache& modules) {
+  if (!has_conv_route(g, conv, group)) return nullptr;
+  return std::make_unique<ConvKernel>(runtime, g, conv, group, options, modules);
+}
+
+}  // namespace kiln::backend::cuda

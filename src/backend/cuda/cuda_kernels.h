@@ -1,0 +1,102 @@
+// The CUDA backend's kernels: generated pointwise and row kernels (NVRTC), cuBLASLt matmuls with
+// their epilogues, and the nodes that run on their own (views, and the hand-written kernels of
+// device_ops.h). Each launches on the runtime's stream and never waits for the device.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_objects.h"
+#include "backend/cuda/cuda_runtime.h"
+#include "codegen/cuda/emit_pointwise_cuda.h"
+#include "ir/graph.h"
+#include "kiln/options.h"
+
+namespace kiln::backend::cuda {
+
+class DeviceOps;
+
+// CUDA C++ for a generated group, named by its content ("pw_<hash>", "row_<hash>"), and how to launch it.
+struct GeneratedSource {
+  std::string name;
+  std::string code;
+  bool row = false;
+  int threads_per_block = 256;
+  int elements_per_thread = 4;  // pointwise only
+};
+GeneratedSource emit_generated_cuda(const GeneratedGroup& group);
+
+// The kernel of a generated group, from its loaded module.
+std::unique_ptr<Kernel> make_generated_kernel(const CudaRuntime& runtime, const Graph& g, const GeneratedGroup& group,
+                                              const GeneratedSource& source, const Module& module);
+
+// The modules of one compile: a unit compiled (through the cubin cache) and loaded once, however many
+// groups share its code (every layer's GELU epilogue).
+class ModuleCache {
+ public:
+  ModuleCache(const CudaRuntime& runtime, const Options& options) : runtime_(runtime), options_(options) {}
+  Module get(const std::string& name, const std::string& code);
+  // Loads already-compiled cubins under their names (a batch compiled together).
+  void add(const std::string& name, std::span<const char> cubin);
+
+ private:
+  const CudaRuntime& runtime_;
+  Options options_;
+  std::mutex mutex_;
+  std::map<std::string, Module> loaded_;
+};
+
+// A pointwise kernel that finishes a library call (an epilogue past what the library fuses), compiled
+// once and launched on device pointers: its inputs in kernel input order, then the output, whose sizes
+// give the kernel's size symbols.
+class EpilogueLaunch {
+ public:
+  EpilogueLaunch(loops::PointwiseKernel kernel, const char* prefix, ModuleCache& modules);
+  void run(const cuda::Stream& stream, std::vector<CUdeviceptr> inputs, const Tensor& out) const;
+
+ private:
+  EpilogueLaunch(const codegen::cuda::CudaSource& src, const loops::PointwiseKernel& kernel, ModuleCache& modules);
+  Function function_;
+  codegen::cuda::CudaLaunchRule launch_;
+  std::vector<int> symbol_dims_;  // per size symbol: the output dim that carries it
+};
+
+// `e` with each load i replaced by load_of(i) (a library epilogue's loads are per-element slots).
+loops::ScalarExpr replace_loads(const loops::ScalarExpr& e, const std::function<loops::ScalarExpr(int)>& load_of);
+
+// Whether the CUDA backend runs this library group (MatMul / Gemm in f32 on cuBLASLt) and this node on
+// its own (views, MatMul, and the ops of device_ops.h): for tests that check a model without a GPU.
+bool has_library_route(const Graph& g, const schedule::LibraryGroup& group);
+bool has_node_kernel(const Graph& g, const Node& node);
+
+// A MatMul / Gemm library group on cuBLASLt, its epilogue past the bias (and a residual) in a generated
+// kernel; null for groups it has no route for (Conv, softmax).
+std::unique_ptr<Kernel> make_matmul_kernel(const CudaRuntime& runtime, const Graph& g,
+                                           const schedule::LibraryGroup& group, const Options& options,
+                                           ModuleCache& modules);
+
+// A MatMul node on its own (attention's products): batched, a rank-2 operand broadcast.
+std::unique_ptr<Kernel> make_bare_matmul_kernel(const CudaRuntime& runtime, const Graph& g, const Node& node,
+                                                const Options& options);
+
+// Conv (2-D, f32, one group) as im2col and a cuBLASLt product, the bias and the group's epilogue in one
+// generated kernel after it: a library group (`group` set) or a Conv node alone. Null for a group it
+// has no route for (a folded BatchNormalization, grouped or non-2-D convolution, auto_pad).
+std::unique_ptr<Kernel> make_conv_kernel(const CudaRuntime& runtime, const Graph& g, const Node& conv,
+                                         const schedule::LibraryGroup* group, const Options& options,
+                                         ModuleCache& modules);
+bool has_conv_route(const Graph& g, const Node& conv, const schedule::LibraryGroup* group);
+
+// A node on its own: a view, a bare MatMul or Conv, or a kernel of device_ops.h. An op with no device
+// kernel is a user error naming it.
+std::unique_ptr<Kernel> make_node_kernel(const CudaRuntime& runtime, const Graph& g, const Node& node,
+                                         const Options& options, ModuleCache& modules);
+
+// The architecture kiln compiles for on this device: sm_90a on Hopper (its wgmma and TMA instructions), else sm_XY.
+std::string compile_arch(const DeviceInfo& info);
+
+}  // namespace kiln::backend::cuda

@@ -1,0 +1,219 @@
+// MatMul and Gemm on cuBLASLt: library groups (a constant weight, a bias, a residual, an activation)
+// and bare batched MatMuls. cuBLASLt computes alpha * A x B + bias (+ the residual, as C with beta 1);
+// any other epilogue (GELU in the erf form, Relu, Tanh, ...) runs after it as a generated pointwise
+// kernel from the group's one epilogue expression (schedule/gemm_tail.h), since cuBLASLt's GELU is the
+// tanh approximation and kiln keeps ONNX's numbers.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <mutex>
+
+#include "backend/cuda/cublaslt.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "codegen/cuda/emit_pointwise_cuda.h"
+#include "schedule/gemm_tail.h"
+#include "support/checked_math.h"
+#include "support/error.h"
+
+namespace kiln::backend::cuda {
+namespace {
+
+using schedule::LibraryCore;
+using schedule::LibraryGroup;
+
+// A constant as one f32 per output column (shapes [N], [1, N], or a scalar broadcast).
+std::vector<float> per_column(const Tensor& c, int64_t n, const std::string& what) {
+  std::vector<float> v(static_cast<size_t>(n));
+  if (c.dtype() != DType::f32) user_error("{}: a {} bias, expected f32", what, dtype_name(c.dtype()));
+  if (c.numel() == 1) std::fill(v.begin(), v.end(), c.data<float>()[0]);
+  else if (c.numel() == n && (c.rank() == 0 || c.dim(-1) == n)) std::copy_n(c.data<float>(), n, v.begin());
+  else user_error("{}: bias of shape {} for {} output columns", what, c.shape_string(), n);
+  return v;
+}
+
+class MatmulKernel final : public Kernel {
+ public:
+  // A library group (`group` set) or a bare MatMul node.
+  MatmulKernel(const CudaRuntime& runtime, const Graph& g, const Node& core, const LibraryGroup* group,
+               const Options& options, ModuleCache* modules)
+      : runtime_(runtime), what_(g.describe(core)), allow_tf32_(options.allow_tf32) {
+    const TensorType& out = g.value(group ? group->output : core.outputs[0]).type;
+    output_ = out;
+    if (!group) return;
+    core_ = group->core;
+    alpha_ = group->scale;
+    residual_input_ = group->residual;
+    if (core_ == LibraryCore::gemm) {
+      trans_a_ = core.attr_int("transA", 0) != 0;
+      trans_b_ = core.attr_int("transB", 0) != 0;
+      alpha_ = static_cast<float>(core.attr_float("alpha", 1.0));
+    }
+    const int64_t n = out.shape.back().value;
+    std::vector<float> bias;
+    if (core_ == LibraryCore::gemm && core.has_input(2)) {
+      const float beta = static_cast<float>(core.attr_float("beta", 1.0));
+      bias = per_column(*g.value(core.inputs[2]).constant, n, what_);
+      for (float& x : bias) x = beta * x;  // as the eager Gemm: beta * C in f32
+    }
+    if (group->bias != kNoValue) {
+      std::vector<float> b = per_column(*g.value(group->bias).constant, n, what_);
+      if (bias.empty()) bias = b;
+      else for (size_t i = 0; i < b.size(); ++i) bias[i] += b[i];
+    }
+    if (!bias.empty()) bias_ = runtime.upload(Tensor::from_vector<float>(DType::f32, {n}, bias));
+
+    const loops::ScalarExpr expr = schedule::epilogue_expr(g, *group);
+    const bool residual_only = group->residual >= 0 && group->act == schedule::LibraryActivation::none &&
+                               group->act_after == schedule::LibraryActivation::none && group->tail.empty();
+    if (schedule::is_identity(expr) || residual_only) {
+      lt_residual_ = residual_only;
+      return;
+    }
+    KILN_INTERNAL_CHECK(group->tail.empty(), "{}: a GEMM tail on the CUDA backend, which tunes no GEMM", what_);
+    loops::PointwiseKernel k;
+    loops::TensorDesc desc{DType::f32, {}};
+    for (const Dim& d : out.shape) desc.sizes.push_back(loops::from_dim(d));
+    k.inputs.push_back(desc);
+    if (group->residual >= 0) k.inputs.push_back(desc);
+    k.output = desc;
+    k.body = replace_loads(expr, [&k](int i) { return loops::load_broadcast(k, i); });
+    epilogue_.emplace(std::move(k), "ep", *modules);
+  }
+
+  std::vector<Tensor> launch(const LaunchArgs& args) const override {
+    const Tensor& a = *args.inputs.at(0);
+    const Tensor& b = *args.inputs.at(1);
+    if (a.dtype() != DType::f32 || b.dtype() != DType::f32)
+      user_error("{}: operands {} and {}; the CUDA backend multiplies f32", what_, dtype_name(a.dtype()),
+                 dtype_name(b.dtype()));
+    std::vector<int64_t> out_dims;
+    GemmProblem p = problem(a, b, out_dims);
+    const Tensor* residual = residual_input_ >= 0 ? args.inputs.at(size_t(residual_input_)) : nullptr;
+    if (residual && residual->shape() != out_dims)
+      user_error("{}: residual of shape {} for an output of [{}]", what_, residual->shape_string(),
+                 fmt::join(out_dims, ","));
+    Tensor out = args.planned.empty() ? Tensor() : args.planned[0];
+    if (!out.raw() || out.shape() != out_dims || out.dtype() != DType::f32) {
+      const int64_t bytes = checked_mul(checked_numel(out_dims, what_), int64_t{4}, what_);
+      if (bytes > args.max_tensor_bytes) user_error("{}: output of {} bytes exceeds max_tensor_bytes", what_, bytes);
+      out = runtime_.empty(DType::f32, out_dims);
+    }
+    if (out.numel() == 0) return {out};
+    // The product goes straight to the output, or to a scratch buffer the epilogue kernel reads.
+    Tensor product = epilogue_ ? runtime_.empty(DType::f32, out_dims) : out;
+    p.residual = lt_residual_;
+    if (p.residual && p.batch > 1) p.batch_stride_residual = p.m * p.n;
+    p.epilogue = bias_.raw() ? GemmEpilogue::bias : GemmEpilogue::none;
+    if (p.k == 0) user_error("{}: a product over K = 0 is not on the CUDA backend yet", what_);
+    const LtMatmul& mm = matmul_for(p);
+    CUdeviceptr workspace = 0;
+    const size_t workspace_bytes = mm.workspace_bytes(0);
+    Tensor scratch;
+    if (workspace_bytes > 0) {
+      scratch = runtime_.empty(DType::u8, {static_cast<int64_t>(workspace_bytes)});
+      workspace = device_ptr(scratch);
+    }
+    mm.run(runtime_.cuda_stream(), 0, device_ptr(a), device_ptr(b), bias_.raw() ? device_ptr(bias_) : 0,
+           lt_residual_ ? device_ptr(*residual) : 0, device_ptr(product), workspace, workspace_bytes);
+    if (epilogue_) {
+      std::vector<CUdeviceptr> inputs{device_ptr(product)};
+      if (residual) inputs.push_back(device_ptr(*residual));
+      epilogue_->run(runtime_.cuda_stream(), inputs, out);
+    }
+    return {out};
+  }
+
+ private:
+  // The row-major problem for these operands; `out_dims` gets the output's shape.
+  GemmProblem problem(const Tensor& a, const Tensor& b, std::vector<int64_t>& out_dims) const {
+    GemmProblem p;
+    p.alpha = alpha_;
+    p.allow_tf32 = allow_tf32_;
+    p.pointer_alignment = 64;  // the arena's slots (the pool's own allocations are 256-byte aligned)
+    if (core_ == LibraryCore::gemm) {
+      if (a.rank() != 2 || b.rank() != 2) user_error("{}: Gemm of {} and {}", what_, a.shape_string(), b.shape_string());
+      p.trans_a = trans_a_;
+      p.trans_b = trans_b_;
+      p.m = a.dim(trans_a_ ? 1 : 0);
+      p.k = a.dim(trans_a_ ? 0 : 1);
+      p.n = b.dim(trans_b_ ? 0 : 1);
+      if (b.dim(trans_b_ ? 1 : 0) != p.k) user_error("{}: A {} and B {} do not multiply", what_, a.shape_string(), b.shape_string());
+      out_dims = {p.m, p.n};
+      return p;
+    }
+    if (a.rank() < 2 || b.rank() < 2)
+      user_error("{}: the CUDA backend multiplies operands of rank 2 or more, got {} and {}", what_, a.shape_string(),
+                 b.shape_string());
+    p.k = a.dim(-1);
+    p.n = b.dim(-1);
+    if (b.dim(-2) != p.k) user_error("{}: A {} and B {} do not multiply", what_, a.shape_string(), b.shape_string());
+    if (b.rank() == 2) {  // one weight matrix for every row of A: a single product of all rows
+      p.m = a.numel() / std::max<int64_t>(1, p.k);
+      if (p.k == 0) p.m = checked_numel(std::vector<int64_t>(a.shape().begin(), a.shape().end() - 1), what_);
+      out_dims = a.shape();
+      out_dims.back() = p.n;
+      return p;
+    }
+    p.m = a.dim(-2);
+    // Batch dims: equal, or one operand without them (rank 2: broadcast with stride 0).
+    std::vector<int64_t> batch_a(a.shape().begin(), a.shape().end() - 2), batch_b(b.shape().begin(), b.shape().end() - 2);
+    if (!batch_a.empty() && batch_a != batch_b)
+      user_error("{}: batch dims of {} and {} differ (the CUDA backend broadcasts only a rank-2 operand)", what_,
+                 a.shape_string(), b.shape_string());
+    p.batch = checked_numel(batch_b, what_);
+    p.batch_stride_a = batch_a.empty() ? 0 : p.m * p.k;
+    p.batch_stride_b = p.k * p.n;
+    out_dims = batch_b;
+    out_dims.push_back(p.m);
+    out_dims.push_back(p.n);
+    return p;
+  }
+
+  const LtMatmul& matmul_for(const GemmProblem& p) const {
+    const std::string key = describe(p);
+    std::lock_guard lock(mutex_);
+    auto it = plans_.find(key);
+    if (it == plans_.end()) it = plans_.emplace(key, std::make_unique<LtMatmul>(runtime_.context(), p)).first;
+    return *it->second;
+  }
+
+  const CudaRuntime& runtime_;
+  std::string what_;
+  bool allow_tf32_ = false;
+  TensorType output_;
+  LibraryCore core_ = LibraryCore::batched_matmul;  // a bare MatMul node
+  bool trans_a_ = false, trans_b_ = false;
+  float alpha_ = 1.f;
+  int residual_input_ = -1;
+  bool lt_residual_ = false;  // cuBLASLt adds the residual (C, beta = 1)
+  Tensor bias_;               // on the device: one f32 per output column
+  std::optional<EpilogueLaunch> epilogue_;  // what cuBLASLt does not fuse
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, std::unique_ptr<LtMatmul>> plans_;  // per problem (run-time shapes)
+};
+
+}  // namespace
+
+bool has_library_route(const Graph& g, const LibraryGroup& group) {
+  if (g.value(group.output).type.dtype != DType::f32) return false;
+  if (group.core == LibraryCore::conv) return has_conv_route(g, g.nodes[size_t(group.core_node)], &group);
+  // No library softmax on the device yet.
+  return group.core == LibraryCore::matmul || group.core == LibraryCore::gemm ||
+         group.core == LibraryCore::batched_matmul;
+}
+
+std::unique_ptr<Kernel> make_matmul_kernel(const CudaRuntime& runtime, const Graph& g, const LibraryGroup& group,
+                                           const Options& options, ModuleCache& modules) {
+  if (!has_library_route(g, group)) return nullptr;  // the nodes stay with the other passes
+  if (group.core == LibraryCore::conv)
+    return make_conv_kernel(runtime, g, g.nodes[size_t(group.core_node)], &group, options, modules);
+  return std::make_unique<MatmulKernel>(runtime, g, g.nodes[size_t(group.core_node)], &group, options, &modules);
+}
+
+std::unique_ptr<Kernel> make_bare_matmul_kernel(const CudaRuntime& runtime, const Graph& g, const Node& node,
+                                                const Options& options) {
+  return std::make_unique<MatmulKernel>(runtime, g, node, nullptr, options, nullptr);
+}
+
+}  // namespace kiln::backend::cuda

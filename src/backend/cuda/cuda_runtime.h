@@ -1,0 +1,49 @@
+// The CUDA backend's DeviceRuntime: one GPU's primary context and one stream that every launch of a
+// session is ordered on; arenas and kernel outputs from the device's stream-ordered pool; copies
+// between host and device tensors on that stream.
+#pragma once
+#include <memory>
+#include <mutex>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_objects.h"
+#include "kiln/options.h"
+
+namespace kiln::backend::cuda {
+
+class DeviceOps;
+
+class CudaRuntime final : public DeviceRuntime {
+ public:
+  // No usable GPU or driver: a UserError naming what is missing. `options` locate the cubin cache.
+  CudaRuntime(int device_index, const Options& options);
+  ~CudaRuntime() override;
+
+  std::shared_ptr<void> allocate(int64_t bytes) const override;
+  kiln::Device device() const override { return {kiln::Device::Kind::cuda, info().index}; }
+  backend::Stream stream() const override { return {stream_.handle()}; }
+  Tensor upload(const Tensor& t) const override;
+  Tensor download(const Tensor& t) const override;
+  // Also reports what the device ops recorded (an out-of-range Gather index) as a user error.
+  void synchronize() const override;
+
+  // An uninitialised device tensor (the output of a kernel that has no planned buffer).
+  Tensor empty(DType dtype, const std::vector<int64_t>& shape) const;
+  const Context& context() const { return context_; }
+  const cuda::Stream& cuda_stream() const { return stream_; }
+  const DeviceInfo& info() const { return context_.device(); }
+  // The hand-written kernels (device_ops.h), compiled on first use through the cubin cache.
+  const DeviceOps& device_ops() const;
+
+ private:
+  Context context_;
+  cuda::Stream stream_;
+  Options cache_options_;
+  mutable std::once_flag ops_once_;
+  mutable std::unique_ptr<DeviceOps> ops_;
+};
+
+// A device tensor's address, as the driver takes it.
+inline CUdeviceptr device_ptr(const Tensor& t) { return reinterpret_cast<CUdeviceptr>(t.raw()); }
+
+}  // namespace kiln::backend::cuda

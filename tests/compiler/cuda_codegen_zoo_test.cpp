@@ -1,0 +1,135 @@
+// The zoo compiled for the CUDA backend on a machine without a GPU (CI): the compiler runs with the
+// CUDA backend's fusions and routing, every generated group's CUDA C++ compiles with NVRTC for sm_90a
+// with an empty log, and every library group and lone node has a device route. Nothing runs: tests/cuda and
+// scripts/device_run.sh run the kernels on the GPU machine.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "common/zoo_models.h"
+#include "compiler/compile.h"
+#include "onnx/import.h"
+#include "support/error.h"
+
+#ifdef KILN_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/nvrtc.h"
+#endif
+
+namespace kiln {
+namespace {
+
+using test_common::ZooModel;
+
+#ifdef KILN_HAVE_CUDA
+struct Counts {
+  int generated = 0, compiled = 0, library = 0, nodes = 0;
+  std::vector<std::string> missing;  // what has no device route
+};
+
+// A kernel that is never launched: the test only compiles.
+class Unrun final : public backend::Kernel {
+ public:
+  std::vector<Tensor> launch(const backend::LaunchArgs&) const override { internal_error("not for running"); }
+};
+
+class HostOnlyRuntime final : public backend::DeviceRuntime {
+ public:
+  std::shared_ptr<void> allocate(int64_t) const override { internal_error("not for running"); }
+};
+
+class CudaCodegenBackend final : public backend::Backend {
+ public:
+  explicit CudaCodegenBackend(Counts& counts) : counts_(counts) {}
+  std::string name() const override { return "cuda-codegen-test"; }
+  std::string device_key(const Options&) const override { return "cuda-codegen-test"; }
+  backend::Fusions fusions(const Options&) const override { return backend::cuda::cuda_fusions(); }
+  schedule::RoutingThresholds routing_thresholds(const Options&) const override {
+    return backend::cuda::cuda_routing_thresholds();
+  }
+  bool tunes_gemm(const Graph&, const schedule::LibraryGroup&, const Options&) const override { return false; }
+  std::unique_ptr<backend::BackendCompile> start_compile(const Options&) const override {
+    return std::make_unique<Compile>(counts_);
+  }
+  const backend::DeviceRuntime& runtime() const override { return runtime_; }
+
+ private:
+  class Compile final : public backend::BackendCompile {
+   public:
+    explicit Compile(Counts& counts) : counts_(counts) {}
+    std::unique_ptr<backend::Kernel> library_kernel(const Graph& g, const schedule::LibraryGroup& group) override {
+      if (!backend::cuda::has_library_route(g, group)) return nullptr;
+      counts_.library++;
+      return std::make_unique<Unrun>();
+    }
+    std::vector<std::unique_ptr<backend::Kernel>> generated_kernels(
+        const Graph&, const std::vector<backend::GeneratedGroup>& groups) override {
+      std::vector<std::unique_ptr<backend::Kernel>> kernels;
+      for (const backend::GeneratedGroup& group : groups) {
+        counts_.generated++;
+        const backend::cuda::GeneratedSource src = backend::cuda::emit_generated_cuda(group);
+        if (compiled_.insert(src.name).second) {
+          const backend::cuda::CompiledCubin c = backend::cuda::compile_to_cubin(src.code, src.name + ".cu", "sm_90a");
+          EXPECT_EQ(c.log, "") << src.code;
+          EXPECT_FALSE(c.cubin.empty()) << src.name;
+          counts_.compiled++;
+        }
+        kernels.push_back(std::make_unique<Unrun>());
+      }
+      return kernels;
+    }
+    std::unique_ptr<backend::Kernel> node_kernel(const Graph& g, const Node& node) override {
+      counts_.nodes++;
+      if (!backend::cuda::has_node_kernel(g, node)) counts_.missing.push_back(std::string(op_name(node.op)));
+      return std::make_unique<Unrun>();
+    }
+    backend::TuningStats finish() override { return {}; }
+
+   private:
+    Counts& counts_;
+    std::set<std::string> compiled_;
+  };
+
+  Counts& counts_;
+  HostOnlyRuntime runtime_;
+};
+#endif
+
+class CudaCodegenZoo : public ::testing::TestWithParam<ZooModel> {};
+
+TEST_P(CudaCodegenZoo, EveryKernelCompilesWithNvrtcAndEveryNodeHasADeviceRoute) {
+#ifndef KILN_HAVE_CUDA
+  GTEST_SKIP() << "SKIPPED: this kiln was built without the CUDA toolkit";
+#else
+  std::string why;
+  if (!backend::cuda::nvrtc_available(&why)) GTEST_SKIP() << "SKIPPED: NVRTC is not available here: " << why;
+  const ZooModel& c = GetParam();
+  const std::filesystem::path path = test_common::zoo_model(c.name, why);
+  if (path.empty()) {
+    if (why.rfind("SKIPPED", 0) == 0) GTEST_SKIP() << why;
+    FAIL() << why;
+  }
+  Options options;
+  Counts counts;
+  CudaCodegenBackend backend(counts);
+  compiler::Executable exe = compiler::compile(import_onnx(path.string(), options), backend, options, Mode::compiled, c.dims);
+  EXPECT_GT(counts.library, 0);
+  if (c.has_generated) {
+    EXPECT_GT(counts.compiled, 0);
+  }
+  std::string list;
+  for (const std::string& op : std::set<std::string>(counts.missing.begin(), counts.missing.end())) list += op + " ";
+  EXPECT_EQ(list, "") << c.name << ": no device kernel for these ops";
+  std::cout << c.name << ": " << counts.generated << " generated groups (" << counts.compiled
+            << " distinct kernels compiled), " << counts.library << " library groups, " << counts.nodes
+            << " lone nodes\n";
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, CudaCodegenZoo, ::testing::ValuesIn(test_common::zoo_models()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace kiln
