@@ -6,7 +6,9 @@
 #   scripts/device_run.sh run [MODELS]   there: the CUDA tests, then each zoo model (default: all) on the
 #                                         GPU in fp32 against the CPU (kiln compare: the accuracy rule, the
 #                                         CPU's fp64 reference as the oracle) and timed beside it, then
-#                                         compute-sanitizer's memcheck over the tests; results under $OUT
+#                                         compute-sanitizer's memcheck over the tests; results under $OUT.
+#                                         KILN_DEVICE_TORCH=fp32 also times PyTorch (scripts/torch_peer.py:
+#                                         eager, torch.compile default and reduce-overhead) in the same call.
 # The GPU machine (Ubuntu 24.04, driver 580, CUDA 13) runs binaries built here on Debian 12 when the
 # libraries travel with them; its python3 has numpy, which scripts/make_zoo_weights.py needs.
 set -euo pipefail
@@ -53,15 +55,29 @@ run() {
     local dir=/tmp/zoo-$m
     mkdir -p "$out/$m"
     [ -f "$dir/$m.onnx" ] || python3 scripts/make_zoo_weights.py "$m" "$dir" > /dev/null
-    for side in cuda cpu; do
-      "$BIN/kiln" run "$dir/$m.onnx" --device $side $dims --seed 1 --output-dir "$out/$m/$side" --warmup 3 --iters 20 \
-        > "$out/$m/$side.txt" 2>&1 || echo "$m $side: FAILED: $(tail -2 "$out/$m/$side.txt")"
+    # cuda-launches first (a cold kernel cache: it compiles), then cuda (a second process on a warm
+    # cache, replaying one CUDA graph per run), then the CPU.
+    for side in cuda-launches cuda cpu; do
+      local graphs=1 device=$side
+      [ $side = cuda-launches ] && graphs=0 device=cuda
+      KILN_CUDA_GRAPHS=$graphs "$BIN/kiln" run "$dir/$m.onnx" --device $device $dims --seed 1 \
+        --output-dir "$out/$m/$side" --warmup 5 --iters 50 > "$out/$m/$side.txt" 2>&1 \
+        || echo "$m $side: FAILED: $(tail -2 "$out/$m/$side.txt")"
     done
     "$BIN/kiln" run "$dir/$m.onnx" --mode reference $dims --seed 1 --output-dir "$out/$m/reference" > /dev/null 2>&1 || true
     echo "== $m"
-    grep -h "latency" "$out/$m/cuda.txt" "$out/$m/cpu.txt" 2>/dev/null | sed 's/^/  /' || true
-    "$BIN/kiln" compare "$out/$m/cuda" "$out/$m/cpu" "$out/$m/reference" 2>&1 | tail -3 | sed 's/^/  /' || true
+    for side in cuda-launches cuda cpu; do
+      echo "  $side: $(grep -ho "prepared in .*" "$out/$m/$side.txt"); $(grep -h "latency" "$out/$m/$side.txt")"
+    done
+    for side in cuda-launches cuda; do
+      "$BIN/kiln" compare "$out/$m/$side" "$out/$m/cpu" "$out/$m/reference" 2>&1 | tail -2 | sed "s/^/  $side vs cpu: /" || true
+    done
   done
+  if [ -n "${KILN_DEVICE_TORCH:-}" ]; then  # the PyTorch peer, in this same call (GPU numbers count only so)
+    timeout "${KILN_DEVICE_TORCH_S:-300}" python3 scripts/torch_peer.py --models "$(echo $models | tr ' ' ,)" \
+      --dtypes "${KILN_DEVICE_TORCH:-fp32}" --modes eager,default,reduce-overhead \
+      --budget "$(( ${KILN_DEVICE_TORCH_S:-300} - 20 ))" --out "$out/torch" 2>&1 | tail -20
+  fi
   if [ "${KILN_DEVICE_MEMCHECK_S:-240}" -gt 0 ]; then  # last: the slowest part, cut at its time limit
     timeout "${KILN_DEVICE_MEMCHECK_S:-240}" compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$BIN/test_cuda" \
       --gtest_brief=1 > "$out/memcheck.txt" 2>&1 && echo "memcheck: clean" || echo "memcheck: FAILED or cut short (rc $?)"

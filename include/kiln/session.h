@@ -83,6 +83,11 @@ class Session {
   // The same, timing every step into `profile` (replaced, not appended to).
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, RunProfile* profile) const;
 
+  // Tensors on the session's device (a GPU's memory with --device cuda; the host otherwise): run()
+  // given only device inputs returns device outputs, with no copy to or from the host.
+  std::map<std::string, Tensor> to_device(const std::map<std::string, Tensor>& tensors) const;
+  std::map<std::string, Tensor> to_host(const std::map<std::string, Tensor>& tensors) const;
+
   struct Impl;  // opaque: defined in src/runtime/session.cpp
 
  private:

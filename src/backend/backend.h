@@ -66,6 +66,18 @@ class DeviceRuntime {
   virtual Tensor download(const Tensor& t) const { return t; }
   // Waits until every launch queued on stream() has finished (a device fault is reported here).
   virtual void synchronize() const {}
+  // Copies `from` (host or this device) into `to` (this device, same dtype and shape), on stream().
+  virtual void copy_into(const Tensor& from, Tensor& to) const;
+
+  // Capture: a device records a run's launches once and replays them as one graph (a CUDA graph: one
+  // launch per run, no host work between kernels). Between begin_capture and end_capture launches on
+  // stream() are recorded, not run, and what allocate() returns stays allocated for the graph's life.
+  // The caller runs nothing else on this runtime meanwhile.
+  virtual bool can_capture() const { return false; }
+  virtual void begin_capture() const;
+  virtual std::shared_ptr<const void> end_capture() const;  // the replayable graph (owns what it allocated)
+  virtual void abort_capture() const noexcept {}            // after a failure between begin and end
+  virtual void replay(const void* graph) const;             // queues the graph on stream()
 };
 
 // One compile's work on a backend: its kernels, and the state that spans the model (the autotuner,

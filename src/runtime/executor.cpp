@@ -1,4 +1,5 @@
 #include "runtime/executor.h"
+#include "runtime/run_steps.h"
 
 #include <omp.h>
 
@@ -16,28 +17,37 @@ namespace {
 using compiler::Executable;
 using compiler::Step;
 
-// An arena for one run, taken from the pool and given back when the run ends.
-class ArenaLease {
+// The planned buffers of one run, in its arena's memory.
+class Arena {
  public:
-  ArenaLease(const Executable& exe, ArenaPool& pool) : exe_(exe), pool_(pool), arena_(pool.take(exe)) {}
-  ~ArenaLease() {
-    if (arena_) pool_.give_back(std::move(arena_));
-  }
-  ArenaLease(const ArenaLease&) = delete;
-  ArenaLease& operator=(const ArenaLease&) = delete;
-
+  Arena(const Executable& exe, std::shared_ptr<void> memory) : exe_(exe), memory_(std::move(memory)) {}
   // The planned buffer of `v` as a tensor, or an undefined tensor if `v` has none.
   Tensor buffer(const Value& v, ValueId id) const {
     int slot = exe_.memory.slot_of[size_t(id)];
     if (slot < 0) return Tensor();
-    char* base = static_cast<char*>(arena_.get()) + exe_.memory.slot_offset[size_t(slot)];
-    return Tensor::wrap(v.type.dtype, static_dims(v.type.shape), arena_, base, exe_.runtime->device());
+    char* base = static_cast<char*>(memory_.get()) + exe_.memory.slot_offset[size_t(slot)];
+    return Tensor::wrap(v.type.dtype, static_dims(v.type.shape), memory_, base, exe_.runtime->device());
   }
 
  private:
   const Executable& exe_;
+  std::shared_ptr<void> memory_;
+};
+
+// An arena for one run, taken from the pool and given back when the run ends.
+class ArenaLease {
+ public:
+  ArenaLease(const Executable& exe, ArenaPool& pool) : pool_(pool), memory_(pool.take(exe)) {}
+  ~ArenaLease() {
+    if (memory_) pool_.give_back(std::move(memory_));
+  }
+  ArenaLease(const ArenaLease&) = delete;
+  ArenaLease& operator=(const ArenaLease&) = delete;
+  const std::shared_ptr<void>& memory() const { return memory_; }
+
+ private:
   ArenaPool& pool_;
-  std::shared_ptr<void> arena_;
+  std::shared_ptr<void> memory_;
 };
 
 // Checks a given input against the declared type and binds symbols consistently.
@@ -104,16 +114,14 @@ void ArenaPool::give_back(std::shared_ptr<void> arena) {
   free_.push_back(std::move(arena));
 }
 
-std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
-                                      const std::map<std::string, Tensor>& inputs, const Options& options,
-                                      RunProfile* profile) {
-  const auto run_start = std::chrono::steady_clock::now();
+RunState bind_inputs(const Executable& exe, const std::map<std::string, Tensor>& inputs) {
   const Graph& g = exe.graph;
-  std::vector<Tensor> slots(g.values.size());
-  std::vector<char> present(g.values.size(), 0);
+  RunState r;
+  r.slots.resize(g.values.size());
+  r.present.assign(g.values.size(), 0);
   std::map<std::string, int64_t> bound;
   const backend::DeviceRuntime& device = *exe.runtime;
-  bool inputs_on_device = !inputs.empty();  // all given on the run's device: the outputs stay there too
+  r.inputs_on_device = !inputs.empty();
   for (ValueId id : g.inputs) {
     const Value& v = g.value(id);
     auto it = inputs.find(v.name);
@@ -127,18 +135,24 @@ std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
       if (!t.device().is_host())
         user_error("input '{}' is on {}, but this model runs on {}", v.name, device_string(t.device()),
                    device_string(device.device()));
-      inputs_on_device = false;
+      r.inputs_on_device = false;
       t = device.upload(t);
     }
-    slots[static_cast<size_t>(id)] = std::move(t);
-    present[static_cast<size_t>(id)] = 1;
+    r.slots[static_cast<size_t>(id)] = std::move(t);
+    r.present[static_cast<size_t>(id)] = 1;
   }
   for (const auto& [name, t] : inputs) {
     bool known = false;
     for (ValueId id : g.inputs) known = known || g.value(id).name == name;
     if (!known) user_error("'{}' is not an input of this model", name);
   }
+  return r;
+}
 
+void launch_steps(const Executable& exe, const std::shared_ptr<void>& arena_memory, RunState& r,
+                  const Options& options, RunProfile* profile) {
+  const Graph& g = exe.graph;
+  const backend::DeviceRuntime& device = *exe.runtime;
   const bool timed = options.debug_on("ops") || profile;
   if (profile) {
     *profile = RunProfile{};
@@ -146,7 +160,7 @@ std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
   }
   std::vector<double> op_ms(timed ? kNumOps : 0, 0.0);
   std::vector<int> op_count(timed ? kNumOps : 0, 0);
-  ArenaLease arena(exe, arenas);
+  const Arena arena(exe, arena_memory);
   std::vector<const Tensor*> ins;
   std::vector<Tensor> planned;
   for (size_t i = 0; i < exe.steps.size(); ++i) {
@@ -157,16 +171,16 @@ std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
       if (v == kNoValue) ins.push_back(nullptr);
       else if (g.value(v).constant) ins.push_back(exe.constants[size_t(v)].get());
       else {
-        KILN_INTERNAL_CHECK(present[static_cast<size_t>(v)], "executor: {} reads '{}' before it is made",
+        KILN_INTERNAL_CHECK(r.present[static_cast<size_t>(v)], "executor: {} reads '{}' before it is made",
                             g.describe(n), g.value(v).name);
-        ins.push_back(&slots[static_cast<size_t>(v)]);
+        ins.push_back(&r.slots[static_cast<size_t>(v)]);
       }
     }
     planned.clear();
     for (ValueId v : step.outputs) planned.push_back(v == kNoValue ? Tensor() : arena.buffer(g.value(v), v));
     auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    std::vector<Tensor> outs =
-        exe.kernels[size_t(step.kernel)]->launch(backend::LaunchArgs{ins, planned, options.max_tensor_bytes, device.stream()});
+    std::vector<Tensor> outs = exe.kernels[size_t(step.kernel)]->launch(
+        backend::LaunchArgs{ins, planned, options.max_tensor_bytes, device.stream()});
     KILN_INTERNAL_CHECK(outs.size() == step.outputs.size(), "executor: step '{}' made {} outputs, expected {}",
                         step.label, outs.size(), step.outputs.size());
     if (timed) {
@@ -178,29 +192,57 @@ std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
     }
     for (size_t k = 0; k < step.outputs.size(); ++k)
       if (step.outputs[k] != kNoValue) {
-        slots[static_cast<size_t>(step.outputs[k])] = std::move(outs[k]);
-        present[static_cast<size_t>(step.outputs[k])] = 1;
+        r.slots[static_cast<size_t>(step.outputs[k])] = std::move(outs[k]);
+        r.present[static_cast<size_t>(step.outputs[k])] = 1;
       }
     for (ValueId v : step.inputs)  // drop what nobody reads any more
       if (v != kNoValue && exe.last_use[static_cast<size_t>(v)] == static_cast<int>(i))
-        slots[static_cast<size_t>(v)] = Tensor();
+        r.slots[static_cast<size_t>(v)] = Tensor();
   }
   if (timed && options.debug_on("ops")) print_op_times(op_ms, op_count);
+}
 
+std::map<std::string, Tensor> collect_outputs(const Executable& exe, const std::vector<Tensor>& outputs,
+                                              bool inputs_on_device) {
+  const Graph& g = exe.graph;
+  const backend::DeviceRuntime& device = *exe.runtime;
   std::map<std::string, Tensor> result;
-  device.synchronize();  // a fault of the run's kernels is reported here, as its error
-  if (profile)
-    profile->total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start).count();
-  for (ValueId id : g.outputs) {
-    const Value& v = g.value(id);
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const Value& v = g.value(g.outputs[k]);
     // Outputs never alias the executable's constants: a caller may write into what it gets.
     bool may_alias = v.constant || (v.producer >= 0 && op_registry().find(g.nodes[static_cast<size_t>(v.producer)].op)
                                                            ->kernel_makes_outputs);
-    const Tensor& t = v.constant ? *v.constant : slots[static_cast<size_t>(id)];
-    if (!t.device().is_host()) result[v.name] = inputs_on_device ? t : device.download(t);  // never an alias
-    else result[v.name] = may_alias ? t.clone() : t;
+    const Tensor& t = v.constant ? *v.constant : outputs[k];
+    if (t.device().is_host()) result[v.name] = may_alias ? t.clone() : t;
+    else if (!inputs_on_device) result[v.name] = device.download(t);
+    else if (!may_alias) result[v.name] = t;
+    else {  // a device copy: the buffer may be a view of an input or a captured graph's
+      std::shared_ptr<void> memory = device.allocate(static_cast<int64_t>(t.nbytes()));
+      void* data = memory.get();
+      Tensor copy = Tensor::wrap(t.dtype(), t.shape(), std::move(memory), data, device.device());
+      device.copy_into(t, copy);
+      result[v.name] = std::move(copy);
+    }
   }
   return result;
+}
+
+std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
+                                      const std::map<std::string, Tensor>& inputs, const Options& options,
+                                      RunProfile* profile) {
+  const auto run_start = std::chrono::steady_clock::now();
+  RunState r = bind_inputs(exe, inputs);
+  if (capturable(exe, options, profile)) return execute_captured(exe, arenas, r, options);
+  {
+    const ArenaLease lease(exe, arenas);
+    launch_steps(exe, lease.memory(), r, options, profile);
+  }
+  exe.runtime->synchronize();  // a fault of the run's kernels is reported here, as its error
+  if (profile)
+    profile->total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start).count();
+  std::vector<Tensor> outputs;
+  for (ValueId id : exe.graph.outputs) outputs.push_back(r.slots[static_cast<size_t>(id)]);
+  return collect_outputs(exe, outputs, r.inputs_on_device);
 }
 
 }  // namespace kiln::runtime

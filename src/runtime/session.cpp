@@ -115,4 +115,16 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   return runtime::execute(impl_->exe, impl_->arenas, inputs, impl_->options, profile);
 }
 
+std::map<std::string, Tensor> Session::to_device(const std::map<std::string, Tensor>& tensors) const {
+  std::map<std::string, Tensor> r;
+  for (const auto& [name, t] : tensors) r[name] = impl_->exe.runtime->upload(t);
+  return r;
+}
+
+std::map<std::string, Tensor> Session::to_host(const std::map<std::string, Tensor>& tensors) const {
+  std::map<std::string, Tensor> r;
+  for (const auto& [name, t] : tensors) r[name] = impl_->exe.runtime->download(t);
+  return r;
+}
+
 }  // namespace kiln

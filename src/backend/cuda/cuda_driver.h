@@ -33,6 +33,14 @@ namespace kiln::backend::cuda {
   X(cuMemcpyDtoHAsync)                   \
   X(cuMemcpyDtoDAsync)                   \
   X(cuMemsetD8Async)                     \
+  X(cuMemAlloc)                          \
+  X(cuMemFree)                           \
+  X(cuStreamBeginCapture)                \
+  X(cuStreamEndCapture)                  \
+  X(cuGraphInstantiateWithFlags)         \
+  X(cuGraphLaunch)                       \
+  X(cuGraphExecDestroy)                  \
+  X(cuGraphDestroy)                      \
   X(cuModuleLoadData)                    \
   X(cuModuleGetFunction)                 \
   X(cuModuleUnload)                      \

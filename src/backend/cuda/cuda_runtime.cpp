@@ -29,7 +29,79 @@ void CudaRuntime::synchronize() const {
   if (ops_) ops_->check_errors(stream_);
 }
 
+// A captured graph and the memory allocated while it was recorded (its kernels' fixed addresses).
+struct CudaRuntime::Capture {
+  Context context;
+  std::vector<CUdeviceptr> memory;
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+
+  explicit Capture(const Context& c) : context(c) {}
+  ~Capture() {
+    if (!context.try_make_current()) return;
+    if (exec) driver().cuGraphExecDestroy(exec);
+    if (graph) driver().cuGraphDestroy(graph);
+    for (CUdeviceptr p : memory) driver().cuMemFree(p);
+  }
+  Capture(const Capture&) = delete;
+  Capture& operator=(const Capture&) = delete;
+};
+
+void CudaRuntime::begin_capture() const {
+  KILN_INTERNAL_CHECK(!capturing_, "begin_capture: a capture is already in progress");
+  context_.make_current();
+  auto capture = std::make_shared<Capture>(context_);
+  // Relaxed: cuMemAlloc (and cuBLASLt's host-side calls) may run while the stream records.
+  check(driver().cuStreamBeginCapture(stream_.handle(), CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture");
+  capturing_ = std::move(capture);
+}
+
+std::shared_ptr<const void> CudaRuntime::end_capture() const {
+  KILN_INTERNAL_CHECK(capturing_, "end_capture without begin_capture");
+  std::shared_ptr<Capture> capture = std::move(capturing_);
+  capturing_.reset();
+  context_.make_current();
+  check(driver().cuStreamEndCapture(stream_.handle(), &capture->graph), "cuStreamEndCapture");
+  check(driver().cuGraphInstantiateWithFlags(&capture->exec, capture->graph, 0), "cuGraphInstantiateWithFlags");
+  return capture;
+}
+
+void CudaRuntime::abort_capture() const noexcept {
+  if (!capturing_) return;
+  std::shared_ptr<Capture> capture = std::move(capturing_);
+  capturing_.reset();
+  if (context_.try_make_current()) driver().cuStreamEndCapture(stream_.handle(), &capture->graph);
+}
+
+void CudaRuntime::replay(const void* graph) const {
+  context_.make_current();
+  check(driver().cuGraphLaunch(static_cast<const Capture*>(graph)->exec, stream_.handle()), "cuGraphLaunch");
+}
+
+void CudaRuntime::copy_into(const Tensor& from, Tensor& to) const {
+  KILN_INTERNAL_CHECK(to.device() == device() && from.dtype() == to.dtype() && from.shape() == to.shape() &&
+                          (from.device().is_host() || from.device() == device()),
+                      "copy_into: {} {} to {} {}", device_string(from.device()), from.shape_string(),
+                      device_string(to.device()), to.shape_string());
+  if (from.nbytes() == 0) return;
+  context_.make_current();
+  if (from.device().is_host())
+    check(driver().cuMemcpyHtoDAsync(device_ptr(to), from.raw(), from.nbytes(), stream_.handle()), "cuMemcpyHtoDAsync");
+  else
+    check(driver().cuMemcpyDtoDAsync(device_ptr(to), device_ptr(from), from.nbytes(), stream_.handle()),
+          "cuMemcpyDtoDAsync");
+}
+
 std::shared_ptr<void> CudaRuntime::allocate(int64_t bytes) const {
+  if (capturing_) {  // the graph's own memory: fixed addresses, freed with the graph
+    CUdeviceptr p = 0;
+    if (bytes > 0) {
+      context_.make_current();
+      check(driver().cuMemAlloc(&p, static_cast<size_t>(bytes)), fmt::format("cuMemAlloc({} bytes)", bytes));
+      capturing_->memory.push_back(p);
+    }
+    return std::shared_ptr<void>(capturing_, reinterpret_cast<void*>(p));
+  }
   // The pool's allocations are 256-byte aligned, more than the 64 the arena's offsets assume.
   auto buffer = std::make_shared<DeviceBuffer>(stream_, static_cast<size_t>(bytes));
   void* base = reinterpret_cast<void*>(buffer->ptr());

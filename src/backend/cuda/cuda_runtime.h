@@ -26,6 +26,15 @@ class CudaRuntime final : public DeviceRuntime {
   Tensor download(const Tensor& t) const override;
   // Also reports what the device ops recorded (an out-of-range Gather index) as a user error.
   void synchronize() const override;
+  void copy_into(const Tensor& from, Tensor& to) const override;
+
+  // CUDA graphs: stream capture in relaxed mode; while capturing, allocate() takes plain cuMemAlloc
+  // memory that the graph owns (kernels' outputs and scratch keep fixed addresses across replays).
+  bool can_capture() const override { return true; }
+  void begin_capture() const override;
+  std::shared_ptr<const void> end_capture() const override;
+  void abort_capture() const noexcept override;
+  void replay(const void* graph) const override;
 
   // An uninitialised device tensor (the output of a kernel that has no planned buffer).
   Tensor empty(DType dtype, const std::vector<int64_t>& shape) const;
@@ -39,6 +48,8 @@ class CudaRuntime final : public DeviceRuntime {
   Context context_;
   cuda::Stream stream_;
   Options cache_options_;
+  struct Capture;
+  mutable std::shared_ptr<Capture> capturing_;  // set between begin_capture and end_capture
   mutable std::once_flag ops_once_;
   mutable std::unique_ptr<DeviceOps> ops_;
 };
