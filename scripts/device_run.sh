@@ -19,15 +19,15 @@ BIN=/tmp/kiln-device-bin  # where the bundle is unpacked (both sides)
 pack() {
   local build=${1:-build}
   rm -rf "$BIN" .dev && mkdir -p "$BIN/lib" .dev
-  cp "$build/kiln" "$build/tests/test_cuda" "$BIN/"
+  cp "$build/kiln" "$build/tests/test_cuda" "$build/tests/test_cuda_session" "$BIN/"
   # Every library the two binaries resolve, but the C and C++ runtimes and the loader.
-  for lib in $( (ldd "$build/kiln"; ldd "$build/tests/test_cuda") | awk '$3 ~ /^\// {print $3}' | sort -u); do
+  for lib in $( (ldd "$build/kiln"; ldd "$build/tests/test_cuda"; ldd "$build/tests/test_cuda_session") | awk '$3 ~ /^\// {print $3}' | sort -u); do
     case "$(basename "$lib")" in
       libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|ld-linux*|libpthread.so*|libdl.so*|librt.so*) ;;
       *) cp -L "$lib" "$BIN/lib/" ;;
     esac
   done
-  strip --strip-unneeded "$BIN/kiln" "$BIN/test_cuda" 2>/dev/null || true
+  strip --strip-unneeded "$BIN/kiln" "$BIN/test_cuda" "$BIN/test_cuda_session" 2>/dev/null || true
   # The device tool carries at most 64 MiB: xz brings the ~90 MB down to about a fifth.
   tar -C "$BIN" -cf - . | xz -T0 -6 > .dev/bundle.tar.xz
   du -sh .dev/bundle.tar.xz
@@ -43,6 +43,9 @@ run() {
   if [ "${KILN_DEVICE_TESTS:-1}" = 1 ]; then
     "$BIN/test_cuda" --gtest_brief=1 > "$out/test_cuda.txt" 2>&1 && echo "test_cuda: passed" || echo "test_cuda: FAILED (rc $?)"
     grep -E "^\[  FAILED|^\[  PASSED|^\[  SKIPPED \]" "$out/test_cuda.txt" | head -20
+    (cd /tmp && "$BIN/test_cuda_session" --gtest_brief=1) > "$out/test_cuda_session.txt" 2>&1 \
+      && echo "test_cuda_session: passed" || echo "test_cuda_session: FAILED (rc $?)"
+    grep -E "^\[  FAILED|^\[  PASSED|^\[  SKIPPED \]|Failure|error" "$out/test_cuda_session.txt" | head -20
   fi
   local models=${*:-bert distilbert gpt2 vit trocr_small resnet18}
   for m in $models; do

@@ -60,7 +60,7 @@ std::map<std::string, Tensor> execute_captured(const compiler::Executable& exe, 
   }
   device.replay(run.graph.get());
   device.synchronize();
-  return collect_outputs(exe, run.outputs, r.inputs_on_device);
+  return collect_outputs(exe, run.outputs, r.inputs_on_device, /*reused=*/true);
 }
 
 }  // namespace kiln::runtime

@@ -203,7 +203,7 @@ void launch_steps(const Executable& exe, const std::shared_ptr<void>& arena_memo
 }
 
 std::map<std::string, Tensor> collect_outputs(const Executable& exe, const std::vector<Tensor>& outputs,
-                                              bool inputs_on_device) {
+                                              bool inputs_on_device, bool reused) {
   const Graph& g = exe.graph;
   const backend::DeviceRuntime& device = *exe.runtime;
   std::map<std::string, Tensor> result;
@@ -215,8 +215,8 @@ std::map<std::string, Tensor> collect_outputs(const Executable& exe, const std::
     const Tensor& t = v.constant ? *v.constant : outputs[k];
     if (t.device().is_host()) result[v.name] = may_alias ? t.clone() : t;
     else if (!inputs_on_device) result[v.name] = device.download(t);
-    else if (!may_alias) result[v.name] = t;
-    else {  // a device copy: the buffer may be a view of an input or a captured graph's
+    else if (!may_alias && !reused) result[v.name] = t;
+    else {  // a device copy: the buffer may be a view of an input, or a captured graph's
       std::shared_ptr<void> memory = device.allocate(static_cast<int64_t>(t.nbytes()));
       void* data = memory.get();
       Tensor copy = Tensor::wrap(t.dtype(), t.shape(), std::move(memory), data, device.device());

@@ -25,9 +25,10 @@ RunState bind_inputs(const compiler::Executable& exe, const std::map<std::string
 void launch_steps(const compiler::Executable& exe, const std::shared_ptr<void>& arena_memory, RunState& r,
                   const Options& options, RunProfile* profile);
 // The graph outputs by name from `outputs` (in graph output order), on the host, or on the device when
-// every input was given there; never an alias of a constant, an input or a buffer a later run reuses.
+// every input was given there; never an alias of a constant, an input or a buffer a later run reuses
+// (`reused`: the outputs are a captured graph's fixed buffers, always copied).
 std::map<std::string, Tensor> collect_outputs(const compiler::Executable& exe, const std::vector<Tensor>& outputs,
-                                              bool inputs_on_device);
+                                              bool inputs_on_device, bool reused = false);
 
 // Whether this run replays a captured graph: a runtime that captures, the cuda_graphs setting, static
 // input shapes, no per-step timing.

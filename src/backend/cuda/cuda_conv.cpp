@@ -36,7 +36,7 @@ class ConvKernel final : public Kernel {
  public:
   ConvKernel(const CudaRuntime& runtime, const Graph& g, const Node& conv, const LibraryGroup* group,
              const Options& options, ModuleCache& modules)
-      : runtime_(runtime), what_(g.describe(conv)), allow_tf32_(options.allow_tf32) {
+      : runtime_(runtime), what_(g.describe(conv)), allow_tf32_(options.allow_tf32), plans_(runtime) {
     const Tensor& w = *g.value(conv.inputs[1]).constant;
     oc_ = w.dim(0);
     c_ = w.dim(1);
@@ -92,12 +92,7 @@ class ConvKernel final : public Kernel {
     const Tensor* residual = residual_input_ >= 0 ? args.inputs.at(size_t(residual_input_)) : nullptr;
     if (residual && residual->shape() != out_dims)
       user_error("{}: residual of shape {} for an output of [{}]", what_, residual->shape_string(), fmt::join(out_dims, ","));
-    Tensor out = args.planned.empty() ? Tensor() : args.planned[0];
-    if (!out.raw() || out.shape() != out_dims || out.dtype() != DType::f32) {
-      const int64_t bytes = checked_mul(checked_numel(out_dims, what_), int64_t{4}, what_);
-      if (bytes > args.max_tensor_bytes) user_error("{}: output of {} bytes exceeds max_tensor_bytes", what_, bytes);
-      out = runtime_.empty(DType::f32, out_dims);
-    }
+    Tensor out = output_buffer(runtime_, args, 0, DType::f32, out_dims, what_);
     if (out.numel() == 0) return {out};
     const int64_t rows = c_ * kernel_[0] * kernel_[1], pixels = shape.out_h * shape.out_w;
     // A 1x1 stride-1 unpadded convolution is a product with x as it is.
@@ -116,11 +111,7 @@ class ConvKernel final : public Kernel {
     p.allow_tf32 = allow_tf32_;
     p.pointer_alignment = 64;
     Tensor product = epilogue_ ? runtime_.empty(DType::f32, out_dims) : out;
-    const LtMatmul& mm = matmul_for(p);
-    const size_t workspace_bytes = mm.workspace_bytes(0);
-    Tensor workspace = workspace_bytes ? runtime_.empty(DType::u8, {int64_t(workspace_bytes)}) : Tensor();
-    mm.run(runtime_.cuda_stream(), 0, device_ptr(w), device_ptr(columns), 0, 0, device_ptr(product),
-           workspace_bytes ? device_ptr(workspace) : 0, workspace_bytes);
+    plans_.run(p, device_ptr(w), device_ptr(columns), 0, 0, device_ptr(product));
     if (epilogue_) {
       std::vector<CUdeviceptr> inputs{device_ptr(product)};
       if (bias_.raw()) inputs.push_back(device_ptr(bias_));
@@ -131,14 +122,6 @@ class ConvKernel final : public Kernel {
   }
 
  private:
-  const LtMatmul& matmul_for(const GemmProblem& p) const {
-    const std::string key = describe(p);
-    std::lock_guard lock(mutex_);
-    auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, std::make_unique<LtMatmul>(runtime_.context(), p)).first;
-    return *it->second;
-  }
-
   const CudaRuntime& runtime_;
   std::string what_;
   bool allow_tf32_ = false;
@@ -148,8 +131,7 @@ class ConvKernel final : public Kernel {
   Tensor bias_;  // [OC, 1, 1] on the device
   int residual_input_ = -1;
   std::optional<EpilogueLaunch> epilogue_;
-  mutable std::mutex mutex_;
-  mutable std::map<std::string, std::unique_ptr<LtMatmul>> plans_;
+  MatmulPlans plans_;
 };
 
 }  // namespace

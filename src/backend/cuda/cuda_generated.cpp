@@ -14,10 +14,6 @@
 namespace kiln::backend::cuda {
 namespace {
 
-std::string content_name(const char* prefix, const std::string& code) {
-  return fmt::format("{}_{:016x}", prefix, std::hash<std::string>{}(code));
-}
-
 class GeneratedCudaKernel final : public Kernel {
  public:
   GeneratedCudaKernel(const CudaRuntime& runtime, const Graph& g, const GeneratedGroup& group,
@@ -61,13 +57,7 @@ class GeneratedCudaKernel final : public Kernel {
     }
     std::vector<int64_t> dims;
     for (const Dim& d : output_.shape) dims.push_back(size_of(d));
-    const int64_t bytes = checked_mul(checked_numel(dims, source_.name), int64_t(dtype_size(output_.dtype)), source_.name);
-    Tensor out = args.planned.empty() ? Tensor() : args.planned[0];
-    if (!out.raw() || out.shape() != dims || out.dtype() != output_.dtype) {
-      if (bytes > args.max_tensor_bytes)
-        user_error("fused kernel '{}': output of {} bytes exceeds max_tensor_bytes", source_.name, bytes);
-      out = runtime_.empty(output_.dtype, dims);
-    }
+    Tensor out = output_buffer(runtime_, args, 0, output_.dtype, dims, "fused kernel '" + source_.name + "'");
 
     std::vector<CUdeviceptr> pointers;
     for (const Tensor* t : ins) pointers.push_back(device_ptr(*t));
@@ -145,78 +135,6 @@ GeneratedSource emit_generated_cuda(const GeneratedGroup& group) {
 std::unique_ptr<Kernel> make_generated_kernel(const CudaRuntime& runtime, const Graph& g, const GeneratedGroup& group,
                                               const GeneratedSource& source, const Module& module) {
   return std::make_unique<GeneratedCudaKernel>(runtime, g, group, source, module);
-}
-
-namespace {
-codegen::cuda::CudaSource named_pointwise(loops::PointwiseKernel& kernel, const char* prefix) {
-  kernel.name = prefix;  // the name is part of the text: hash the text under a fixed name
-  kernel.name = content_name(prefix, codegen::cuda::emit_pointwise_cuda(kernel).code);
-  return codegen::cuda::emit_pointwise_cuda(kernel);
-}
-}  // namespace
-
-EpilogueLaunch::EpilogueLaunch(loops::PointwiseKernel kernel, const char* prefix, ModuleCache& modules)
-    : EpilogueLaunch(named_pointwise(kernel, prefix), kernel, modules) {}
-
-EpilogueLaunch::EpilogueLaunch(const codegen::cuda::CudaSource& src, const loops::PointwiseKernel& kernel,
-                               ModuleCache& modules)
-    : function_(modules.get(src.name, src.code).function(src.name)), launch_(src.launch) {
-  for (const std::string& name : src.symbols) {
-    size_t d = 0;
-    while (d < kernel.output.sizes.size() &&
-           !(kernel.output.sizes[d].is_sym() && kernel.output.sizes[d].name() == name))
-      ++d;
-    KILN_INTERNAL_CHECK(d < kernel.output.sizes.size(), "epilogue {}: size symbol {} is no output dim", src.name, name);
-    symbol_dims_.push_back(static_cast<int>(d));
-  }
-}
-
-void EpilogueLaunch::run(const cuda::Stream& stream, std::vector<CUdeviceptr> inputs, const Tensor& out) const {
-  inputs.push_back(device_ptr(out));
-  std::vector<long long> syms;
-  for (int d : symbol_dims_) syms.push_back(out.dim(d));
-  long long n = out.numel();
-  const int64_t blocks = launch_.blocks(n);
-  if (blocks == 0) return;
-  std::vector<void*> parameters;
-  for (CUdeviceptr& p : inputs) parameters.push_back(&p);
-  for (long long& s : syms) parameters.push_back(&s);
-  parameters.push_back(&n);
-  LaunchConfig config;
-  config.grid.x = static_cast<unsigned>(blocks);
-  config.block.x = static_cast<unsigned>(launch_.threads_per_block);
-  launch_kernel(stream, function_, config, parameters);
-}
-
-loops::ScalarExpr replace_loads(const loops::ScalarExpr& e, const std::function<loops::ScalarExpr(int)>& load_of) {
-  using loops::ScalarKind;
-  std::vector<loops::ScalarExpr> ops;
-  for (const loops::ScalarExpr& o : e.operands()) ops.push_back(replace_loads(o, load_of));
-  switch (e.kind()) {
-    case ScalarKind::Load: return load_of(e.input());
-    case ScalarKind::Constant: return e;
-    case ScalarKind::Unary: return loops::unary(e.unary_op(), ops[0]);
-    case ScalarKind::Binary: return loops::binary(e.binary_op(), ops[0], ops[1]);
-    case ScalarKind::Where: return loops::where(ops[0], ops[1], ops[2]);
-    case ScalarKind::Cast: return loops::cast(e.dtype(), ops[0]);
-  }
-  internal_error("replace_loads: unknown scalar kind");
-}
-
-std::string compile_arch(const DeviceInfo& info) {
-  return info.compute_major == 9 && info.compute_minor == 0 ? "sm_90a" : info.arch();
-}
-
-Module ModuleCache::get(const std::string& name, const std::string& code) {
-  std::lock_guard lock(mutex_);
-  if (auto it = loaded_.find(name); it != loaded_.end()) return it->second;
-  CubinBatch batch = compile_cubins({{name, code}}, compile_arch(runtime_.info()), options_);
-  return loaded_.emplace(name, Module(runtime_.context(), batch.cubins[0])).first->second;
-}
-
-void ModuleCache::add(const std::string& name, std::span<const char> cubin) {
-  std::lock_guard lock(mutex_);
-  if (!loaded_.count(name)) loaded_.emplace(name, Module(runtime_.context(), cubin));
 }
 
 }  // namespace kiln::backend::cuda

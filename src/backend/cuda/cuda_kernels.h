@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_objects.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "codegen/cuda/emit_pointwise_cuda.h"
@@ -95,6 +96,28 @@ bool has_conv_route(const Graph& g, const Node& conv, const schedule::LibraryGro
 // kernel is a user error naming it.
 std::unique_ptr<Kernel> make_node_kernel(const CudaRuntime& runtime, const Graph& g, const Node& node,
                                          const Options& options, ModuleCache& modules);
+
+// "pw_<16 hex digits>": a kernel named by a hash of its text.
+std::string content_name(const char* prefix, const std::string& code);
+
+// The output a kernel writes: the planned buffer where it has this dtype and shape, else a new device
+// tensor (more than max_tensor_bytes is a user error naming `what`).
+Tensor output_buffer(const CudaRuntime& runtime, const LaunchArgs& args, size_t k, DType dtype,
+                     const std::vector<int64_t>& dims, const std::string& what);
+
+// A kernel's cuBLASLt plans, one per problem (run-time shapes), built on first use; run() is
+// thread-safe and launches the heuristic's first algorithm with its workspace on the runtime's stream.
+class MatmulPlans {
+ public:
+  explicit MatmulPlans(const CudaRuntime& runtime) : runtime_(runtime) {}
+  void run(const GemmProblem& p, CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr residual,
+           CUdeviceptr d) const;
+
+ private:
+  const CudaRuntime& runtime_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, std::unique_ptr<LtMatmul>> plans_;
+};
 
 // The architecture kiln compiles for on this device: sm_90a on Hopper (its wgmma and TMA instructions), else sm_XY.
 std::string compile_arch(const DeviceInfo& info);

@@ -37,7 +37,7 @@ class MatmulKernel final : public Kernel {
   // A library group (`group` set) or a bare MatMul node.
   MatmulKernel(const CudaRuntime& runtime, const Graph& g, const Node& core, const LibraryGroup* group,
                const Options& options, ModuleCache* modules)
-      : runtime_(runtime), what_(g.describe(core)), allow_tf32_(options.allow_tf32) {
+      : runtime_(runtime), what_(g.describe(core)), allow_tf32_(options.allow_tf32), plans_(runtime) {
     const TensorType& out = g.value(group ? group->output : core.outputs[0]).type;
     output_ = out;
     if (!group) return;
@@ -93,12 +93,7 @@ class MatmulKernel final : public Kernel {
     if (residual && residual->shape() != out_dims)
       user_error("{}: residual of shape {} for an output of [{}]", what_, residual->shape_string(),
                  fmt::join(out_dims, ","));
-    Tensor out = args.planned.empty() ? Tensor() : args.planned[0];
-    if (!out.raw() || out.shape() != out_dims || out.dtype() != DType::f32) {
-      const int64_t bytes = checked_mul(checked_numel(out_dims, what_), int64_t{4}, what_);
-      if (bytes > args.max_tensor_bytes) user_error("{}: output of {} bytes exceeds max_tensor_bytes", what_, bytes);
-      out = runtime_.empty(DType::f32, out_dims);
-    }
+    Tensor out = output_buffer(runtime_, args, 0, DType::f32, out_dims, what_);
     if (out.numel() == 0) return {out};
     // The product goes straight to the output, or to a scratch buffer the epilogue kernel reads.
     Tensor product = epilogue_ ? runtime_.empty(DType::f32, out_dims) : out;
@@ -106,16 +101,8 @@ class MatmulKernel final : public Kernel {
     if (p.residual && p.batch > 1) p.batch_stride_residual = p.m * p.n;
     p.epilogue = bias_.raw() ? GemmEpilogue::bias : GemmEpilogue::none;
     if (p.k == 0) user_error("{}: a product over K = 0 is not on the CUDA backend yet", what_);
-    const LtMatmul& mm = matmul_for(p);
-    CUdeviceptr workspace = 0;
-    const size_t workspace_bytes = mm.workspace_bytes(0);
-    Tensor scratch;
-    if (workspace_bytes > 0) {
-      scratch = runtime_.empty(DType::u8, {static_cast<int64_t>(workspace_bytes)});
-      workspace = device_ptr(scratch);
-    }
-    mm.run(runtime_.cuda_stream(), 0, device_ptr(a), device_ptr(b), bias_.raw() ? device_ptr(bias_) : 0,
-           lt_residual_ ? device_ptr(*residual) : 0, device_ptr(product), workspace, workspace_bytes);
+    plans_.run(p, device_ptr(a), device_ptr(b), bias_.raw() ? device_ptr(bias_) : 0,
+               lt_residual_ ? device_ptr(*residual) : 0, device_ptr(product));
     if (epilogue_) {
       std::vector<CUdeviceptr> inputs{device_ptr(product)};
       if (residual) inputs.push_back(device_ptr(*residual));
@@ -170,14 +157,6 @@ class MatmulKernel final : public Kernel {
     return p;
   }
 
-  const LtMatmul& matmul_for(const GemmProblem& p) const {
-    const std::string key = describe(p);
-    std::lock_guard lock(mutex_);
-    auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, std::make_unique<LtMatmul>(runtime_.context(), p)).first;
-    return *it->second;
-  }
-
   const CudaRuntime& runtime_;
   std::string what_;
   bool allow_tf32_ = false;
@@ -189,8 +168,7 @@ class MatmulKernel final : public Kernel {
   bool lt_residual_ = false;  // cuBLASLt adds the residual (C, beta = 1)
   Tensor bias_;               // on the device: one f32 per output column
   std::optional<EpilogueLaunch> epilogue_;  // what cuBLASLt does not fuse
-  mutable std::mutex mutex_;
-  mutable std::map<std::string, std::unique_ptr<LtMatmul>> plans_;  // per problem (run-time shapes)
+  MatmulPlans plans_;
 };
 
 }  // namespace

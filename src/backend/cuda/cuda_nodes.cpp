@@ -32,11 +32,7 @@ class DeviceNodeKernel : public Kernel {
 
  protected:
   Tensor output(const LaunchArgs& args, size_t k, DType dtype, const std::vector<int64_t>& dims) const {
-    Tensor out = k < args.planned.size() ? args.planned[k] : Tensor();
-    if (out.raw() && out.shape() == dims && out.dtype() == dtype) return out;
-    const int64_t bytes = checked_mul(checked_numel(dims, what_), int64_t(dtype_size(dtype)), what_);
-    if (bytes > args.max_tensor_bytes) user_error("{}: output of {} bytes exceeds max_tensor_bytes", what_, bytes);
-    return runtime_.empty(dtype, dims);
+    return output_buffer(runtime_, args, k, dtype, dims, what_);
   }
   const cuda::Stream& stream() const { return runtime_.cuda_stream(); }
 
