@@ -135,6 +135,7 @@ int run(const RunArgs& a, Options options) {
     j["buffers"] = st.buffers;
     j["arena_bytes"] = st.arena_bytes;
     j["bytes_moved"] = st.bytes_moved;
+    j["graph_captures"] = st.graph_captures;
     j["outputs"] = nlohmann::json::array();
     for (const auto& info : session.outputs()) {
       const Tensor& t = outputs.at(info.name);
@@ -156,6 +157,9 @@ int run(const RunArgs& a, Options options) {
   }
   std::printf("latency: median %.3f ms over %d iteration%s (min %.3f, max %.3f)\n", median, a.iters,
               a.iters == 1 ? "" : "s", times.front(), times.back());
+  if (options.device != "cpu")
+    std::printf("graph captures: %d (the first run launches each kernel, the second captures, later runs replay)\n",
+                session.stats().graph_captures);
   return 0;
 }
 

@@ -40,6 +40,7 @@ struct RunStats {
   int autotune_benchmarks = 0;  // ...of which it benchmarked this many (the rest: tuning database or default)
   int template_kernels = 0;     // library steps running kiln's GEMM template (the autotuner's pick)
   int blas_kernels = 0;         // library steps running OpenBLAS's sgemm and an epilogue pass (likewise)
+  int graph_captures = 0;       // device runs captured into a replayed graph so far (CUDA graphs)
 };
 
 // Where a run's time went, step by step (Session::run with a profile). A step is one kernel launch: an

@@ -102,6 +102,9 @@ RunStats Session::stats() const {
   r.autotune_benchmarks = t.benchmarks;
   r.template_kernels = t.template_kernels;
   r.blas_kernels = t.blas_kernels;
+  runtime::CapturedRun& captured = impl_->arenas.captured();
+  std::lock_guard lock(captured.mutex);
+  r.graph_captures = captured.captures;
   return r;
 }
 const Graph& Session::graph() const { return impl_->exe.graph; }

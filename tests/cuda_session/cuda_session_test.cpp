@@ -50,6 +50,7 @@ TEST_F(CudaSession, EveryRunFollowsItsInputsThroughCaptureAndReplay) {
       expect_close(gpu.run(inputs), cpu.run(inputs),
                    "run " + std::to_string(seed) + (graphs ? " (graphs)" : " (launches)"));
     }
+    EXPECT_EQ(gpu.stats().graph_captures, graphs ? 1 : 0) << "one capture, then replays";
   }
 }
 
