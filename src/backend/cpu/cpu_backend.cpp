@@ -14,6 +14,7 @@
 #include "autotune/tuning_store.h"
 #include "backend/cpu/cpu_device.h"
 #include "backend/cpu/library_kernel.h"
+#include "backend/group_shapes.h"
 #include "codegen/cpu/compile_kernels.h"
 #include "codegen/cpu/emit_pointwise.h"
 #include "codegen/cpu/emit_row.h"
@@ -32,63 +33,34 @@ class GeneratedKernel final : public SingleOutputKernel {
   GeneratedKernel(const Graph& g, const GeneratedGroup& group, std::string name, std::vector<std::string> symbol_names,
                   std::shared_ptr<const codegen::cpu::CompiledKernel> library)
       : name_(std::move(name)),
-        symbols_(group.symbols),
-        symbol_names_(std::move(symbol_names)),
+        shapes_(g, group, name_, std::move(symbol_names)),
         library_(std::move(library)),
-        fn_(reinterpret_cast<codegen::cpu::PointwiseEntry*>(library_->entry(name_))) {
-    for (ValueId v : group.inputs) inputs_.push_back({g.value(v).name, g.value(v).type.shape});
-    output_ = g.value(group.output).type;
-  }
+        fn_(reinterpret_cast<codegen::cpu::PointwiseEntry*>(library_->entry(name_))) {}
 
  std::string name() const override { return name_; }
 
  protected:
   // Runs into `out` (a planned buffer), or into a fresh tensor when `out` has no buffer.
   Tensor run_into(const std::vector<const Tensor*>& ins, int64_t max_bytes, Tensor out) const override {
-    std::vector<int64_t> syms;
-    std::map<std::string, int64_t> by_name;
-    for (size_t k = 0; k < symbols_.size(); ++k) {
-      const auto& src = symbols_[k];
-      int64_t v = ins[size_t(src.input)]->dim(src.dim);
-      syms.push_back(v);
-      by_name[symbol_names_[k]] = v;
-    }
-    auto size_of = [&](const Dim& d) { return d.is_static() ? d.value : by_name.at(d.symbol); };
-    // The kernel indexes its inputs by these sizes: every input must have exactly them (two symbols
-    // that inference assumed equal may not be at run time; reading past a buffer is never an option).
-    for (size_t i = 0; i < ins.size(); ++i) {
-      const Shape& want = inputs_[i].shape;
-      bool same = static_cast<size_t>(ins[i]->rank()) == want.size();
-      for (size_t d = 0; same && d < want.size(); ++d) same = ins[i]->dim(static_cast<int>(d)) == size_of(want[d]);
-      if (!same)
-        user_error("fused kernel '{}': input '{}' has shape {}, but the model's shapes say {}", name_, inputs_[i].name,
-                   ins[i]->shape_string(), shape_string(want));
-    }
-    std::vector<int64_t> dims;
-    for (const Dim& d : output_.shape) dims.push_back(size_of(d));
+    const GroupShapes::Bound bound = shapes_.bind(ins);
+    const TensorType& output = shapes_.output();
     if (!out.raw()) {
-      int64_t bytes = checked_mul(checked_numel(dims, name_), static_cast<int64_t>(dtype_size(output_.dtype)), name_);
+      int64_t bytes = checked_mul(checked_numel(bound.output_dims, name_),
+                                  static_cast<int64_t>(dtype_size(output.dtype)), name_);
       if (bytes > max_bytes) user_error("fused kernel '{}': output of {} bytes exceeds max_tensor_bytes", name_, bytes);
-      out = Tensor::empty(output_.dtype, dims);
+      out = Tensor::empty(output.dtype, bound.output_dims);
     }
-    KILN_INTERNAL_CHECK(out.shape() == dims, "fused kernel '{}': planned buffer {} for output of {}", name_,
-                        out.shape_string(), shape_string(output_.shape));
+    KILN_INTERNAL_CHECK(out.shape() == bound.output_dims, "fused kernel '{}': planned buffer {} for output of {}", name_,
+                        out.shape_string(), shape_string(output.shape));
     std::vector<const void*> ptrs;
     for (const Tensor* t : ins) ptrs.push_back(t->raw());
-    fn_(ptrs.data(), out.raw(), syms.data());
+    fn_(ptrs.data(), out.raw(), bound.symbols.data());
     return out;
   }
 
  private:
-  struct Input {
-    std::string name;
-    Shape shape;
-  };
   std::string name_;
-  std::vector<Input> inputs_;
-  TensorType output_;
-  std::vector<schedule::SymbolSource> symbols_;
-  std::vector<std::string> symbol_names_;  // in the kernel's syms[] order
+  GroupShapes shapes_;  // symbol names in the kernel's syms[] order
   std::shared_ptr<const codegen::cpu::CompiledKernel> library_;  // keeps the code loaded
   codegen::cpu::PointwiseEntry* fn_;
 };

@@ -1,10 +1,10 @@
 // Loading cuBLASLt (cublaslt.h): candidates, entry points, the version check, and naming its statuses.
 #include <dlfcn.h>
 
-#include <variant>
 
 #include "backend/cuda/cublaslt.h"
 #include "backend/cuda/nvrtc.h"  // toolkit_root()
+#include "backend/cuda/load_once.h"
 #include "support/error.h"
 
 namespace kiln::backend::cuda {
@@ -84,27 +84,10 @@ CublasLtApi load_cublaslt(const std::vector<std::string>& candidates) {
 }
 
 const CublasLtApi& cublaslt() {
-  // Loaded once (thread-safe initialisation of a function-local static); a failure is kept as its message.
-  static const std::variant<CublasLtApi, std::string> loaded = []() -> std::variant<CublasLtApi, std::string> {
-    try {
-      return load_cublaslt(cublaslt_library_candidates());
-    } catch (const UserError& e) {
-      return std::string(e.what());
-    }
-  }();
-  if (const auto* why = std::get_if<std::string>(&loaded)) throw UserError(*why);
-  return std::get<CublasLtApi>(loaded);
+  return load_once<CublasLtApi>([] { return load_cublaslt(cublaslt_library_candidates()); });
 }
 
-bool cublaslt_available(std::string* why) {
-  try {
-    cublaslt();
-    return true;
-  } catch (const UserError& e) {
-    if (why) *why = e.what();
-    return false;
-  }
-}
+bool cublaslt_available(std::string* why) { return loads(cublaslt, why); }
 
 std::string describe_status(cublasStatus_t status) {
   const char* name = nullptr;

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/cubin_cache.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/group_shapes.h"
 #include "codegen/cuda/emit_pointwise_cuda.h"
 #include "codegen/cuda/emit_row_cuda.h"
 #include "support/checked_math.h"
@@ -18,46 +19,25 @@ class GeneratedCudaKernel final : public Kernel {
  public:
   GeneratedCudaKernel(const CudaRuntime& runtime, const Graph& g, const GeneratedGroup& group,
                       const GeneratedSource& source, const Module& module)
-      : runtime_(runtime), source_(source), function_(module.function(source.name)), symbols_(group.symbols) {
-    for (ValueId v : group.inputs) inputs_.push_back({g.value(v).name, g.value(v).type.shape});
-    output_ = g.value(group.output).type;
-    std::vector<loops::Expr> symbols;
+      : runtime_(runtime),
+        source_(source),
+        function_(module.function(source.name)),
+        shapes_(g, group, source.name, symbol_names(group)) {
     if (const auto* row = std::get_if<loops::RowKernel>(&group.kernel)) {
-      symbols = loops::kernel_symbols(*row);
       row_sizes_ = loops::row_sizes(*row);
       col_sizes_ = loops::col_sizes(*row);
-    } else {
-      symbols = loops::kernel_symbols(std::get<loops::PointwiseKernel>(group.kernel));
     }
-    for (const loops::Expr& s : symbols) symbol_names_.push_back(s.name());
-    KILN_INTERNAL_CHECK(symbol_names_.size() == symbols_.size(), "kernel {}: {} symbols, {} sources", source.name,
-                        symbol_names_.size(), symbols_.size());
   }
 
   std::string name() const override { return source_.name; }
 
   std::vector<Tensor> launch(const LaunchArgs& args) const override {
     const std::vector<const Tensor*>& ins = args.inputs;
-    std::vector<long long> syms;
-    std::unordered_map<std::string, int64_t> by_name;
-    for (size_t k = 0; k < symbols_.size(); ++k) {
-      const int64_t v = ins[size_t(symbols_[k].input)]->dim(symbols_[k].dim);
-      syms.push_back(v);
-      by_name[symbol_names_[k]] = v;
-    }
-    auto size_of = [&](const Dim& d) { return d.is_static() ? d.value : by_name.at(d.symbol); };
-    // The kernel indexes its inputs by these sizes: an input of another shape would be read out of bounds.
-    for (size_t i = 0; i < ins.size(); ++i) {
-      const Shape& want = inputs_[i].shape;
-      bool same = static_cast<size_t>(ins[i]->rank()) == want.size();
-      for (size_t d = 0; same && d < want.size(); ++d) same = ins[i]->dim(static_cast<int>(d)) == size_of(want[d]);
-      if (!same)
-        user_error("fused kernel '{}': input '{}' has shape {}, but the model's shapes say {}", source_.name,
-                   inputs_[i].name, ins[i]->shape_string(), shape_string(want));
-    }
-    std::vector<int64_t> dims;
-    for (const Dim& d : output_.shape) dims.push_back(size_of(d));
-    Tensor out = output_buffer(runtime_, args, 0, output_.dtype, dims, "fused kernel '" + source_.name + "'");
+    const GroupShapes::Bound bound = shapes_.bind(ins);
+    Tensor out = output_buffer(runtime_, args, 0, shapes_.output().dtype, bound.output_dims,
+                               "fused kernel '" + source_.name + "'");
+    std::vector<long long> syms(bound.symbols.begin(), bound.symbols.end());
+    const auto& by_name = bound.by_name;
 
     std::vector<CUdeviceptr> pointers;
     for (const Tensor* t : ins) pointers.push_back(device_ptr(*t));
@@ -92,17 +72,19 @@ class GeneratedCudaKernel final : public Kernel {
     return p;
   }
 
-  struct Input {
-    std::string name;
-    Shape shape;
-  };
+  static std::vector<std::string> symbol_names(const GeneratedGroup& group) {
+    std::vector<loops::Expr> symbols = std::holds_alternative<loops::RowKernel>(group.kernel)
+                                           ? loops::kernel_symbols(std::get<loops::RowKernel>(group.kernel))
+                                           : loops::kernel_symbols(std::get<loops::PointwiseKernel>(group.kernel));
+    std::vector<std::string> names;
+    for (const loops::Expr& s : symbols) names.push_back(s.name());
+    return names;  // kernel_symbols order: the kernel's parameters
+  }
+
   const CudaRuntime& runtime_;
   GeneratedSource source_;
   Function function_;
-  std::vector<Input> inputs_;
-  TensorType output_;
-  std::vector<schedule::SymbolSource> symbols_;
-  std::vector<std::string> symbol_names_;  // kernel_symbols order: the kernel's parameters
+  GroupShapes shapes_;
   std::vector<loops::Expr> row_sizes_, col_sizes_;
 };
 

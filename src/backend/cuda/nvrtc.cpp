@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <charconv>
-#include <variant>
 
 #include <fmt/ranges.h>
 
+#include "backend/cuda/load_once.h"
 #include "support/error.h"
 
 #ifndef KILN_CUDA_ROOT
@@ -138,27 +138,10 @@ NvrtcApi load_nvrtc(const std::vector<std::string>& candidates) {
 }
 
 const NvrtcApi& nvrtc() {
-  // Loaded once (thread-safe initialisation of a function-local static); a failure is kept as its message.
-  static const std::variant<NvrtcApi, std::string> loaded = []() -> std::variant<NvrtcApi, std::string> {
-    try {
-      return load_nvrtc(nvrtc_library_candidates());
-    } catch (const UserError& e) {
-      return std::string(e.what());
-    }
-  }();
-  if (const auto* why = std::get_if<std::string>(&loaded)) throw UserError(*why);
-  return std::get<NvrtcApi>(loaded);
+  return load_once<NvrtcApi>([] { return load_nvrtc(nvrtc_library_candidates()); });
 }
 
-bool nvrtc_available(std::string* why) {
-  try {
-    nvrtc();
-    return true;
-  } catch (const UserError& e) {
-    if (why) *why = e.what();
-    return false;
-  }
-}
+bool nvrtc_available(std::string* why) { return loads(nvrtc, why); }
 
 std::vector<std::string> nvrtc_options(std::string_view arch, const std::vector<std::string>& extra_options) {
   for (const std::string& option : extra_options) {
