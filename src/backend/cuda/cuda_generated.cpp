@@ -4,7 +4,6 @@
 
 #include <unordered_map>
 
-#include "backend/cuda/cubin_cache.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/group_shapes.h"
 #include "codegen/cuda/emit_pointwise_cuda.h"

@@ -1,0 +1,339 @@
+// DeviceOps, windows: the pooling and im2col geometry matches the CPU ops' (host only); MaxPool,
+// GlobalAveragePool and im2col against host loops with the CPU kernels' semantics (GPU).
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "backend/cuda/device_ops.h"
+#include "device_ops_fixture.h"
+#include "kiln/errors.h"
+#include "ops/linalg/linalg_ops.h"
+
+namespace kiln::backend::cuda::testing {
+namespace {
+
+// ---- pooling geometry, host only
+
+TEST(DeviceOpsGeometry, PoolOutputSizeIsTheCpuOpsWindowAxis) {
+  Node node;
+  node.op = OpKind::MaxPool;
+  node.name = "pool";
+  for (int64_t in : {1, 2, 3, 5, 7, 31, 112})
+    for (int64_t kernel : {1, 2, 3})
+      for (int64_t stride : {1, 2, 3})
+        for (int64_t dilation : {1, 2})
+          for (int64_t pb : {0, 1, 2})
+            for (int64_t pe : {0, 1})
+              for (bool ceil_mode : {false, true}) {
+                linalg_ops::WindowAttrs w;
+                w.spatial = 1;
+                w.kernel = {kernel};
+                w.strides = {stride};
+                w.dilations = {dilation};
+                w.pads = {pb, pe};
+                w.ceil_mode = ceil_mode;
+                if (in + pb + pe < (kernel - 1) * dilation + 1) {
+                  EXPECT_THROW(pool_output_size(in, kernel, stride, dilation, pb, pe, ceil_mode), UserError);
+                  continue;
+                }
+                EXPECT_EQ(pool_output_size(in, kernel, stride, dilation, pb, pe, ceil_mode),
+                          linalg_ops::window_axis(node, w, 0, in).out)
+                    << in << " " << kernel << " " << stride << " " << dilation << " " << pb << " " << pe << " "
+                    << ceil_mode;
+              }
+}
+
+TEST(DeviceOpsGeometry, MaxPool2dShapeTakesOnnxPadOrder) {
+  const int64_t kernel[2] = {3, 2}, strides[2] = {2, 1}, pads[4] = {1, 0, 0, 1}, dilations[2] = {1, 1};
+  Pool2dShape g = make_max_pool2d_shape(2, 3, 8, 5, kernel, strides, pads, dilations, true, DType::f32);
+  EXPECT_EQ(g.planes, 6);
+  EXPECT_EQ(g.pad_top, 1);
+  EXPECT_EQ(g.pad_left, 0);
+  EXPECT_EQ(g.out_h, pool_output_size(8, 3, 2, 1, 1, 0, true));
+  EXPECT_EQ(g.out_w, pool_output_size(5, 2, 1, 1, 0, 1, true));
+}
+
+TEST(DeviceOpsGeometry, Im2colShapeHasConvOutputSizes) {
+  struct Case {
+    int64_t h, w, kernel[2], strides[2], pads[4], dilations[2], out_h, out_w;
+  };
+  const std::vector<Case> cases = {
+      {224, 224, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 112, 112},    // ResNet's stem
+      {56, 56, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 56, 56},        // 3x3 same
+      {7, 9, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 7, 9},            // odd, non-square
+      {56, 56, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 28, 28},        // 1x1 downsample
+      {57, 57, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 29, 29},        // odd: the last pixel is taken
+      {56, 56, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 28, 28},        // strided 3x3
+      {224, 224, {16, 16}, {16, 16}, {0, 0, 0, 0}, {1, 1}, 14, 14},  // ViT patchify
+      {10, 10, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 10, 10},        // dilated, same
+      {8, 5, {3, 2}, {2, 1}, {1, 0, 0, 1}, {1, 1}, 4, 5},            // ONNX pad order: top, left, bottom, right
+      {3, 3, {5, 5}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, 1},            // the kernel exactly covers the padded input
+      {7, 7, {3, 3}, {3, 3}, {0, 0, 0, 0}, {1, 1}, 2, 2},            // no ceil_mode: floor (ceil: 3)
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.h << "x" << c.w << " kernel " << c.kernel[0] << "x" << c.kernel[1]);
+    Im2colShape g = make_im2col_shape(2, 3, c.h, c.w, c.kernel, c.strides, c.pads, c.dilations, DType::f32);
+    EXPECT_EQ(g.out_h, c.out_h);
+    EXPECT_EQ(g.out_w, c.out_w);
+    EXPECT_EQ(g.n, 2);
+    EXPECT_EQ(g.c, 3);
+    EXPECT_EQ(g.in_h, c.h);
+    EXPECT_EQ(g.in_w, c.w);
+    EXPECT_EQ(g.kernel_h, c.kernel[0]);
+    EXPECT_EQ(g.kernel_w, c.kernel[1]);
+    EXPECT_EQ(g.stride_h, c.strides[0]);
+    EXPECT_EQ(g.stride_w, c.strides[1]);
+    EXPECT_EQ(g.pad_top, c.pads[0]);
+    EXPECT_EQ(g.pad_left, c.pads[1]);
+    EXPECT_EQ(g.dilation_h, c.dilations[0]);
+    EXPECT_EQ(g.dilation_w, c.dilations[1]);
+    EXPECT_EQ(g.dtype, DType::f32);
+    EXPECT_EQ(g.rows(), 3 * c.kernel[0] * c.kernel[1]);
+    EXPECT_EQ(g.pixels(), c.out_h * c.out_w);
+  }
+  const int64_t k7[2] = {7, 7}, k3[2] = {3, 3}, s1[2] = {1, 1}, d1[2] = {1, 1}, d2[2] = {2, 2};
+  const int64_t p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1}, p_bottom[4] = {0, 0, 1, 0};
+  EXPECT_THROW(make_im2col_shape(1, 3, 5, 5, k7, s1, p0, d1, DType::f32), UserError);  // 7 > 5
+  EXPECT_THROW(make_im2col_shape(1, 3, 4, 4, k7, s1, p1, d1, DType::f32), UserError);  // 7 > 4 + 2
+  EXPECT_THROW(make_im2col_shape(1, 3, 4, 4, k3, s1, p0, d2, DType::f32), UserError);  // extent 5 > 4
+  EXPECT_THROW(make_im2col_shape(1, 3, 6, 4, k3, s1, p0, d2, DType::f32), UserError);  // the width only
+  EXPECT_EQ(make_im2col_shape(1, 3, 4, 5, k3, s1, p_bottom, d2, DType::f32).out_h, 1);  // 4 + 1 covers 5
+  try {
+    make_im2col_shape(1, 3, 5, 5, k7, s1, p0, d1, DType::f32);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("Conv kernel extent 7 is larger than the padded input 5"), std::string::npos)
+        << e.what();
+  }
+  // Every axis as the CPU ops' window rule without ceil_mode.
+  Node node;
+  node.op = OpKind::Conv;
+  node.name = "conv";
+  for (int64_t in : {1, 2, 5, 7, 31, 224})
+    for (int64_t k : {1, 2, 3, 7})
+      for (int64_t stride : {1, 2, 3})
+        for (int64_t dilation : {1, 2})
+          for (int64_t pb : {0, 1, 3})
+            for (int64_t pe : {0, 2}) {
+              const int64_t kernel[2] = {k, 1}, strides[2] = {stride, 1}, pads[4] = {pb, 0, pe, 0},
+                            dilations[2] = {dilation, 1};
+              if (in + pb + pe < (k - 1) * dilation + 1) continue;
+              linalg_ops::WindowAttrs w;
+              w.spatial = 1;
+              w.kernel = {k};
+              w.strides = {stride};
+              w.dilations = {dilation};
+              w.pads = {pb, pe};
+              w.ceil_mode = false;
+              EXPECT_EQ(make_im2col_shape(1, 1, in, 1, kernel, strides, pads, dilations, DType::f32).out_h,
+                        linalg_ops::window_axis(node, w, 0, in).out)
+                  << in << " " << k << " " << stride << " " << dilation << " " << pb << " " << pe;
+            }
+}
+
+// ---- pooling: host loops with the CPU kernels' semantics
+
+template <class T>
+std::vector<T> max_pool_reference(const std::vector<T>& x, const Pool2dShape& g) {
+  std::vector<T> y;
+  for (int64_t p = 0; p < g.planes; ++p)
+    for (int64_t oh = 0; oh < g.out_h; ++oh)
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        T acc = -std::numeric_limits<T>::infinity();
+        for (int64_t kh = 0; kh < g.kernel_h; ++kh)
+          for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+            int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+            int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+            if (ih < 0 || ih >= g.in_h || iw < 0 || iw >= g.in_w) continue;
+            T v = x[static_cast<size_t>((p * g.in_h + ih) * g.in_w + iw)];
+            if (v > acc || v != v) acc = v;  // the CPU kernel's take rule: the first NaN is kept
+          }
+        y.push_back(acc);
+      }
+  return y;
+}
+
+template <class T>
+Bytes as_bytes(const std::vector<T>& v) {
+  Bytes b(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+template <class T>
+std::vector<T> random_values(size_t n, std::mt19937& random, double special_rate) {
+  std::uniform_real_distribution<double> uniform(-100, 100), coin(0, 1);
+  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(), T(-0.0)};
+  std::vector<T> v(n);
+  for (T& e : v) e = coin(random) < special_rate ? specials[random() % 4] : static_cast<T>(uniform(random));
+  return v;
+}
+
+struct PoolCase {
+  int64_t n, c, h, w;
+  int64_t kernel[2], strides[2], pads[4], dilations[2];
+  bool ceil_mode;
+};
+
+TEST_F(DeviceOpsTest, MaxPool2dMatchesTheCpuSemanticsWithNanInfPadsAndCeilMode) {
+  const std::vector<PoolCase> cases = {
+      {1, 1, 1, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, false},
+      {1, 3, 31, 31, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false},  // ResNet's stem pool
+      {2, 3, 7, 5, {2, 3}, {2, 2}, {0, 1, 1, 0}, {1, 1}, true},
+      {1, 2, 8, 9, {3, 2}, {3, 2}, {0, 0, 2, 1}, {2, 1}, true},     // dilation, ceil_mode, end pads
+      {3, 1, 5, 5, {2, 2}, {1, 1}, {2, 2, 0, 0}, {1, 1}, false},    // first windows only on padding: -inf
+      {1, 1, 1000, 3, {5, 3}, {1, 1}, {2, 1, 2, 1}, {1, 1}, false},
+      {0, 3, 7, 7, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false},    // empty
+  };
+  for (const PoolCase& c : cases)
+    for (DType dtype : {DType::f32, DType::f64})
+      for (double special_rate : {0.0, 0.05}) {
+        SCOPED_TRACE(::testing::Message() << "[" << c.n << ", " << c.c << ", " << c.h << ", " << c.w << "] kernel "
+                                          << c.kernel[0] << "x" << c.kernel[1] << (c.ceil_mode ? " ceil" : "") << " "
+                                          << (dtype == DType::f32 ? "f32" : "f64") << " specials " << special_rate);
+        Pool2dShape g = make_max_pool2d_shape(c.n, c.c, c.h, c.w, c.kernel, c.strides, c.pads, c.dilations,
+                                              c.ceil_mode, dtype);
+        const size_t n_in = static_cast<size_t>(c.n * c.c * c.h * c.w);
+        Bytes x, expected;
+        if (dtype == DType::f32) {
+          std::vector<float> v = random_values<float>(n_in, random_, special_rate);
+          x = as_bytes(v), expected = as_bytes(max_pool_reference(v, g));
+        } else {
+          std::vector<double> v = random_values<double>(n_in, random_, special_rate);
+          x = as_bytes(v), expected = as_bytes(max_pool_reference(v, g));
+        }
+        Buffer in = upload(x), out = output(expected.size());
+        ops().max_pool2d(stream(), in.ptr(), out.ptr(), g);
+        EXPECT_EQ(download(out), expected);  // max is exact and NaNs are moved, not made: bitwise
+      }
+}
+
+template <class T>
+void expect_means(const std::vector<T>& got, const std::vector<T>& x, int64_t spatial) {
+  for (size_t p = 0; p < got.size(); ++p) {
+    double sum = 0, magnitude = 0;
+    for (int64_t j = 0; j < spatial; ++j) {
+      sum += static_cast<double>(x[p * static_cast<size_t>(spatial) + static_cast<size_t>(j)]);
+      magnitude += std::abs(static_cast<double>(x[p * static_cast<size_t>(spatial) + static_cast<size_t>(j)]));
+    }
+    if (spatial == 0 || std::isnan(sum)) {
+      EXPECT_TRUE(std::isnan(got[p])) << "plane " << p << ": " << got[p];
+      continue;
+    }
+    const double mean = sum / static_cast<double>(spatial);
+    if (std::isinf(mean)) {
+      EXPECT_EQ(got[p], static_cast<T>(mean)) << "plane " << p;
+      continue;
+    }
+    // The double sums differ by order only (n ulps of the magnitude); then one rounding to T.
+    const double tolerance = static_cast<double>(spatial) * std::ldexp(magnitude / static_cast<double>(spatial), -52) +
+                             std::abs(mean) * std::numeric_limits<T>::epsilon();
+    EXPECT_LE(std::abs(static_cast<double>(got[p]) - mean), tolerance) << "plane " << p;
+  }
+}
+
+TEST_F(DeviceOpsTest, GlobalAveragePoolMatchesTheFp64Mean) {
+  struct Case {
+    int64_t planes, spatial;
+    double special_rate;
+  };
+  const std::vector<Case> cases = {{1, 1, 0}, {3, 49, 0}, {31, 1000, 0}, {1000, 3, 0}, {2, 4096, 0},
+                                   {5, 50000, 0}, {64, 49, 0.1}, {3, 3000, 0.001}, {4, 0, 0}, {0, 7, 0}};
+  for (const Case& c : cases)
+    for (DType dtype : {DType::f32, DType::f64}) {
+      SCOPED_TRACE(::testing::Message() << c.planes << " planes of " << c.spatial << ", "
+                                        << (dtype == DType::f32 ? "f32" : "f64") << ", specials " << c.special_rate);
+      const size_t n = static_cast<size_t>(c.planes * c.spatial);
+      auto run = [&](auto tag) {
+        using T = decltype(tag);
+        std::vector<T> x = random_values<T>(n, random_, c.special_rate);
+        Buffer in = upload(as_bytes(x)), out = output(static_cast<size_t>(c.planes) * sizeof(T));
+        ops().global_average_pool(stream(), in.ptr(), out.ptr(), c.planes, c.spatial, dtype);
+        Bytes got = download(out);
+        std::vector<T> y(static_cast<size_t>(c.planes));
+        if (!y.empty()) std::memcpy(y.data(), got.data(), got.size());
+        expect_means(y, x, c.spatial);
+      };
+      if (dtype == DType::f32) run(float{});
+      else run(double{});
+    }
+}
+
+// ---- im2col, against the definition as a host loop
+
+template <class T>
+std::vector<T> im2col_reference(const std::vector<T>& x, const Im2colShape& g) {
+  std::vector<T> cols;
+  for (int64_t b = 0; b < g.n; ++b)
+    for (int64_t ci = 0; ci < g.c; ++ci)
+      for (int64_t ki = 0; ki < g.kernel_h; ++ki)
+        for (int64_t kj = 0; kj < g.kernel_w; ++kj)  // row (ci * kernel_h + ki) * kernel_w + kj
+          for (int64_t oh = 0; oh < g.out_h; ++oh)
+            for (int64_t ow = 0; ow < g.out_w; ++ow) {
+              const int64_t ih = oh * g.stride_h - g.pad_top + ki * g.dilation_h;
+              const int64_t iw = ow * g.stride_w - g.pad_left + kj * g.dilation_w;
+              const bool inside = ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w;
+              cols.push_back(inside ? x[static_cast<size_t>(((b * g.c + ci) * g.in_h + ih) * g.in_w + iw)] : T(0));
+            }
+  return cols;
+}
+
+TEST_F(DeviceOpsTest, Im2colMatchesTheHostLoop) {
+  struct Case {
+    int64_t n, c, h, w;
+    int64_t kernel[2], strides[2], pads[4], dilations[2];
+  };
+  const std::vector<Case> cases = {
+      {1, 1, 1, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      {1, 1, 5, 7, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},         // same, odd sizes
+      {2, 3, 9, 11, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},        // strided
+      {2, 3, 13, 9, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}},        // a small ResNet stem
+      {1, 3, 224, 224, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}},     // the ResNet stem: 1.8M elements
+      {2, 3, 10, 9, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}},        // dilation 2
+      {1, 3, 11, 12, {3, 2}, {1, 2}, {2, 0, 0, 1}, {2, 1}},       // mixed per axis, uneven pads
+      {2, 3, 7, 7, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}},         // 1x1: a copy
+      {2, 1, 9, 7, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}},         // 1x1 stride 2
+      {1, 3, 32, 48, {16, 16}, {16, 16}, {0, 0, 0, 0}, {1, 1}},   // ViT patchify
+      {1, 1, 3, 3, {5, 5}, {1, 1}, {1, 1, 1, 1}, {1, 1}},         // one pixel, mostly padding
+      {1, 2, 2, 2, {3, 3}, {1, 1}, {3, 3, 3, 3}, {1, 1}},         // pixels seeing only padding
+      {0, 3, 7, 7, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},         // empty batch
+      {2, 0, 7, 7, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},         // no channels
+  };
+  for (const Case& c : cases)
+    for (DType dtype : {DType::f32, DType::f64}) {
+      SCOPED_TRACE(::testing::Message() << "[" << c.n << ", " << c.c << ", " << c.h << ", " << c.w << "] kernel "
+                                        << c.kernel[0] << "x" << c.kernel[1] << " stride " << c.strides[0] << "x"
+                                        << c.strides[1] << " dilation " << c.dilations[0] << "x" << c.dilations[1]
+                                        << " " << (dtype == DType::f32 ? "f32" : "f64"));
+      Im2colShape g = make_im2col_shape(c.n, c.c, c.h, c.w, c.kernel, c.strides, c.pads, c.dilations, dtype);
+      const size_t n_in = static_cast<size_t>(c.n * c.c * c.h * c.w);
+      Bytes x, expected;
+      if (dtype == DType::f32) {
+        std::vector<float> v = random_values<float>(n_in, random_, 0.05);  // NaNs and -0 are copied as bits
+        x = as_bytes(v), expected = as_bytes(im2col_reference(v, g));
+      } else {
+        std::vector<double> v = random_values<double>(n_in, random_, 0.05);
+        x = as_bytes(v), expected = as_bytes(im2col_reference(v, g));
+      }
+      ASSERT_EQ(expected.size(), static_cast<size_t>(g.n * g.rows() * g.pixels()) * (dtype == DType::f32 ? 4 : 8));
+      Buffer in = upload(x), out = output(expected.size());
+      ops().im2col(stream(), in.ptr(), out.ptr(), g);
+      EXPECT_EQ(download(out), expected);  // bitwise, padding +0
+    }
+}
+
+TEST_F(DeviceOpsTest, PoolingRejectsOtherDtypes) {
+  Pool2dShape g;
+  g.dtype = DType::f16;
+  EXPECT_THROW(ops().max_pool2d(stream(), 0, 0, g), UnsupportedError);
+  EXPECT_THROW(ops().global_average_pool(stream(), 0, 0, 1, 1, DType::i32), UnsupportedError);
+  Im2colShape i;
+  i.dtype = DType::f16;
+  EXPECT_THROW(ops().im2col(stream(), 0, 0, i), UnsupportedError);
+}
+
+}  // namespace
+}  // namespace kiln::backend::cuda::testing
