@@ -41,12 +41,15 @@ struct Im2colArg {
 };
 static_assert(sizeof(Im2colArg) == 14 * 8, "KilnIm2col's layout");
 
-// Kernel table: the copy kernels come in five word widths (1, 2, 4, 8, 16 bytes), the float ones in two
-// dtypes. The index of a kernel is its place in this order.
+// Kernel table: the copy kernels come in five word widths (1, 2, 4, 8, 16 bytes), the float ones in four
+// dtypes (kFloatTypes, in dtype_index order). The index of a kernel is its place in this order.
 constexpr int kWords = 5;
 constexpr const char* kWordNames[kWords] = {"kiln_w1", "kiln_w2", "kiln_w4", "kiln_w8", "kiln_w16"};
 constexpr int kGatherI32 = 0, kGatherI64 = 5, kConcat = 10, kSplit = 15, kStrided = 20;
-constexpr int kMaxPool = 25, kGapWarp = 27, kGapBlock = 29, kIm2col = 31, kKernelCount = 33;
+constexpr int kFloatTypes = 4;
+constexpr const char* kFloatTypeNames[kFloatTypes] = {"f32", "f64", "bf16", "f16"};
+constexpr int kMaxPool = 25, kGapWarp = kMaxPool + kFloatTypes, kGapBlock = kGapWarp + kFloatTypes,
+              kIm2col = kGapBlock + kFloatTypes, kKernelCount = kIm2col + kFloatTypes;
 
 std::vector<std::string> kernel_names() {
   std::vector<std::string> names;
@@ -54,7 +57,7 @@ std::vector<std::string> kernel_names() {
                              "kiln_strided_copy_"})
     for (const char* word : kWordNames) names.push_back(std::string(prefix) + word);
   for (const char* prefix : {"kiln_max_pool2d_", "kiln_gap_warp_", "kiln_gap_block_", "kiln_im2col_"})
-    for (const char* type : {"f32", "f64"}) names.push_back(std::string(prefix) + type);
+    for (const char* type : kFloatTypeNames) names.push_back(std::string(prefix) + type);
   return names;
 }
 
@@ -81,10 +84,16 @@ LaunchConfig grid_for(int64_t n, unsigned threads = 256) {
 }
 
 int dtype_index(DType dtype, std::string_view op) {
-  if (dtype == DType::f32) return 0;
-  if (dtype == DType::f64) return 1;
+  switch (dtype) {
+    case DType::f32: return 0;
+    case DType::f64: return 1;
+    case DType::bf16: return 2;
+    case DType::f16: return 3;
+    default: break;
+  }
   // dtype_name lives in kiln_ir, which this module does not link.
-  unsupported("device cuda: {} on dtype #{} is not supported (f32 and f64 only)", op, static_cast<int>(dtype));
+  unsupported("device cuda: {} on dtype #{} is not supported (f32, f64, bf16 and f16 only)", op,
+              static_cast<int>(dtype));
 }
 
 }  // namespace

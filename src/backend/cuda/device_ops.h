@@ -37,7 +37,7 @@ struct Pool2dShape {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0;
   int64_t dilation_h = 1, dilation_w = 1;
-  DType dtype = DType::f32;  // f32 or f64
+  DType dtype = DType::f32;  // f32, f64, bf16 or f16
 };
 
 // ONNX's output size of one pooled axis with explicit pads (auto_pad NOTSET), as kiln's CPU kernels
@@ -66,7 +66,7 @@ struct Im2colShape {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0;
   int64_t dilation_h = 1, dilation_w = 1;
-  DType dtype = DType::f32;  // f32 or f64
+  DType dtype = DType::f32;  // f32, f64, bf16 or f16
 
   int64_t rows() const { return c * kernel_h * kernel_w; }  // the GEMM's K
   int64_t pixels() const { return out_h * out_w; }          // the GEMM's N, per image
@@ -125,14 +125,17 @@ class DeviceOps {
   void strided_copy(const Stream& stream, CUdeviceptr in, CUdeviceptr out, std::span<const int64_t> out_shape,
                     std::span<const int64_t> in_strides, int64_t in_offset, int element_bytes) const;
 
-  // MaxPool 2-D (f32 or f64), NaN-propagating as kiln's CPU kernel: any NaN in a window gives NaN.
+  // MaxPool 2-D (f32, f64, bf16 or f16; halves compared in fp32), NaN-propagating as kiln's CPU kernel:
+  // any NaN in a window gives NaN. The result is one of the window's inputs, bit for bit (-inf for a
+  // window wholly on padding).
   void max_pool2d(const Stream& stream, CUdeviceptr in, CUdeviceptr out, const Pool2dShape& shape) const;
 
-  // out[p] = mean of in[p, 0 .. spatial) (f32 or f64), summed in double; spatial == 0 gives NaN.
+  // out[p] = mean of in[p, 0 .. spatial) (f32, f64, bf16 or f16), summed in double (f32, f64) or fp32
+  // (bf16, f16), divided in double and rounded once to nearest even; spatial == 0 gives NaN.
   void global_average_pool(const Stream& stream, CUdeviceptr in, CUdeviceptr out, int64_t n_times_c,
                            int64_t spatial, DType dtype) const;
 
-  // im2col (f32 or f64; a bitwise copy, zeros for padding): `columns` holds n * rows() * pixels()
+  // im2col (f32, f64, bf16 or f16; a bitwise copy, zeros for padding): `columns` holds n * rows() * pixels()
   // elements. Consecutive threads write consecutive pixels of one row.
   void im2col(const Stream& stream, CUdeviceptr in, CUdeviceptr columns, const Im2colShape& shape) const;
 

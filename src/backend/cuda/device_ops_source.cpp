@@ -4,6 +4,8 @@
 // The copy kernels move words W of 1, 2, 4, 8 or 16 bytes (the host picks the widest that the sizes and
 // pointers allow), so they never look at the dtype. Parameter structs are __grid_constant__: indexed
 // with a run-time index they are read in place from the parameter bank, not copied per thread.
+// bf16 and f16 are 2-byte structs of their bits (no cuda_fp16.h / cuda_bf16.h: the program stays
+// header-free), widened to fp32 to compare or add, and narrowed with round-to-nearest-even.
 #include "backend/cuda/device_ops.h"
 
 namespace kiln::backend::cuda::detail {
@@ -146,8 +148,54 @@ KILN_GATHER(long long, i64, kiln_w8) KILN_GATHER(long long, i64, kiln_w16)
 KILN_PIECES(kiln_w1) KILN_PIECES(kiln_w2) KILN_PIECES(kiln_w4) KILN_PIECES(kiln_w8) KILN_PIECES(kiln_w16)
 KILN_STRIDED(kiln_w1) KILN_STRIDED(kiln_w2) KILN_STRIDED(kiln_w4) KILN_STRIDED(kiln_w8) KILN_STRIDED(kiln_w16)
 
+// ---- Half types: distinct structs so that the templates below tell them apart.
+struct kiln_bf16 { unsigned short bits; };
+struct kiln_f16 { unsigned short bits; };
+
+// Widening is exact (subnormals, Inf and NaN included): bf16 is the top half of an f32.
+KILN_DEV float kiln_value(float x) { return x; }
+KILN_DEV double kiln_value(double x) { return x; }
+KILN_DEV float kiln_value(kiln_bf16 x) { return __uint_as_float((unsigned)x.bits << 16); }
+KILN_DEV float kiln_value(kiln_f16 x) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+  return f;
+}
+
+// f32 to bf16, round to nearest even; NaN stays a (quiet) NaN, overflow gives Inf. cvt.rn.bf16.f32
+// needs sm_80; older devices take the same rounding in integer arithmetic.
+KILN_DEV kiln_bf16 kiln_to_bf16(float f) {
+  kiln_bf16 r;
+#if __CUDA_ARCH__ >= 800
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r.bits) : "f"(f));
+#else
+  const unsigned u = __float_as_uint(f);
+  r.bits = (u & 0x7fffffffu) > 0x7f800000u ? (unsigned short)((u >> 16) | 0x40u)
+                                           : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+#endif
+  return r;
+}
+
+// Narrowing a double with one rounding: f16 directly; bf16 through f32 rounded to odd (a sticky last
+// bit), after which rounding to nearest even gives the correctly rounded bf16 (f32 has >= 2 more bits).
+KILN_DEV float kiln_round(double d, float) { return (float)d; }
+KILN_DEV double kiln_round(double d, double) { return d; }
+KILN_DEV kiln_f16 kiln_round(double d, kiln_f16) {
+  kiln_f16 r;
+  asm("cvt.rn.f16.f64 %0, %1;" : "=h"(r.bits) : "d"(d));
+  return r;
+}
+KILN_DEV kiln_bf16 kiln_round(double d, kiln_bf16) {
+  float f;
+  asm("cvt.rz.f32.f64 %0, %1;" : "=f"(f) : "d"(d));
+  if ((double)f != d && d == d) f = __uint_as_float(__float_as_uint(f) | 1u);
+  return kiln_to_bf16(f);
+}
+
 // ---- MaxPool 2-D, NCHW. Taps on padding are skipped; a window with no tap inside gives -inf (as the CPU
 // kernel). A NaN tap is taken and then kept (v > NaN is false), so any NaN in the window gives NaN.
+// Taps are compared as values (fp32 for the half types) and the winning input itself is stored, so the
+// result is bit-identical to it.
 struct KilnPool2d {
   long long planes, in_h, in_w, out_h, out_w;
   long long kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
@@ -157,6 +205,10 @@ KILN_DEV float kiln_neg_inf(float) { return __int_as_float(0xff800000); }
 KILN_DEV double kiln_neg_inf(double) { return __longlong_as_double(0xfff0000000000000LL); }
 KILN_DEV float kiln_nan(float) { return __int_as_float(0x7fc00000); }
 KILN_DEV double kiln_nan(double) { return __longlong_as_double(0x7ff8000000000000LL); }
+KILN_DEV kiln_bf16 kiln_neg_inf(kiln_bf16) { return kiln_bf16{0xff80}; }
+KILN_DEV kiln_f16 kiln_neg_inf(kiln_f16) { return kiln_f16{0xfc00}; }
+KILN_DEV kiln_bf16 kiln_nan(kiln_bf16) { return kiln_bf16{0x7fc0}; }
+KILN_DEV kiln_f16 kiln_nan(kiln_f16) { return kiln_f16{0x7e00}; }
 
 template <class T>
 KILN_DEV void kiln_max_pool2d(const T* in, T* out, const KilnPool2d& g) {
@@ -168,7 +220,8 @@ KILN_DEV void kiln_max_pool2d(const T* in, T* out, const KilnPool2d& g) {
     const long long plane = r / g.out_h;
     const T* x = in + plane * g.in_h * g.in_w;
     const long long h0 = oh * g.stride_h - g.pad_top, w0 = ow * g.stride_w - g.pad_left;
-    T acc = kiln_neg_inf(T{});
+    T best = kiln_neg_inf(T{});
+    auto acc = kiln_value(best);
     for (long long kh = 0; kh < g.kernel_h; ++kh) {
       const long long ih = h0 + kh * g.dilation_h;
       if (ih < 0 || ih >= g.in_h) continue;
@@ -176,34 +229,46 @@ KILN_DEV void kiln_max_pool2d(const T* in, T* out, const KilnPool2d& g) {
         const long long iw = w0 + kw * g.dilation_w;
         if (iw < 0 || iw >= g.in_w) continue;
         const T v = x[ih * g.in_w + iw];
-        if (v > acc || v != v) acc = v;
+        const auto f = kiln_value(v);
+        if (f > acc || f != f) {
+          acc = f;
+          best = v;
+        }
       }
     }
-    out[i] = acc;
+    out[i] = best;
   }
 }
 
-// ---- GlobalAveragePool: the mean of each plane, summed in double (as the CPU kernel) and rounded once.
-// An empty plane gives NaN. Warp-per-plane for small planes, block-per-plane for large ones; the
-// order of the adds is fixed by the launch, so results are reproducible.
-KILN_DEV double kiln_warp_sum(double s) {
+// ---- GlobalAveragePool: the mean of each plane, summed in double for f32 and f64 (as the CPU kernel)
+// and in fp32 for bf16 and f16 (fp32 keeps 13 to 16 more bits than their inputs), divided in double
+// and rounded once to the output type. An empty plane gives NaN. Warp-per-plane for small planes,
+// block-per-plane for large ones; the order of the adds is fixed by the launch, so results are
+// reproducible.
+template <class T> struct KilnSum { typedef double type; };
+template <> struct KilnSum<kiln_bf16> { typedef float type; };
+template <> struct KilnSum<kiln_f16> { typedef float type; };
+
+template <class S>
+KILN_DEV S kiln_warp_sum(S s) {
   for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
   return s;
 }
 
-template <class T>
-KILN_DEV T kiln_mean(double sum, long long spatial) {
-  return spatial > 0 ? (T)__ddiv_rn(sum, (double)spatial) : kiln_nan(T{});
+template <class T, class S>
+KILN_DEV T kiln_mean(S sum, long long spatial) {
+  return spatial > 0 ? kiln_round(__ddiv_rn((double)sum, (double)spatial), T{}) : kiln_nan(T{});
 }
 
 template <class T>
 KILN_DEV void kiln_gap_warp(const T* in, T* out, long long planes, long long spatial) {
+  typedef typename KilnSum<T>::type S;
   const int lane = threadIdx.x & 31;
   const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
   for (long long p = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); p < planes; p += warps) {
     const T* x = in + p * spatial;
-    double s = 0.0;
-    for (long long j = lane; j < spatial; j += 32) s += (double)x[j];
+    S s = 0;
+    for (long long j = lane; j < spatial; j += 32) s += (S)kiln_value(x[j]);
     s = kiln_warp_sum(s);
     if (lane == 0) out[p] = kiln_mean<T>(s, spatial);
   }
@@ -211,17 +276,18 @@ KILN_DEV void kiln_gap_warp(const T* in, T* out, long long planes, long long spa
 
 template <class T>
 KILN_DEV void kiln_gap_block(const T* in, T* out, long long planes, long long spatial) {
-  __shared__ double partial[32];
+  typedef typename KilnSum<T>::type S;
+  __shared__ S partial[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   for (long long p = blockIdx.x; p < planes; p += gridDim.x) {
     const T* x = in + p * spatial;
-    double s = 0.0;
-    for (long long j = threadIdx.x; j < spatial; j += blockDim.x) s += (double)x[j];
+    S s = 0;
+    for (long long j = threadIdx.x; j < spatial; j += blockDim.x) s += (S)kiln_value(x[j]);
     s = kiln_warp_sum(s);
     if (lane == 0) partial[warp] = s;
     __syncthreads();
     if (warp == 0) {
-      s = kiln_warp_sum(lane < warps ? partial[lane] : 0.0);
+      s = kiln_warp_sum(lane < warps ? partial[lane] : S(0));
       if (lane == 0) out[p] = kiln_mean<T>(s, spatial);
     }
     __syncthreads();  // partial is rewritten for the next plane
@@ -241,6 +307,8 @@ KILN_DEV void kiln_gap_block(const T* in, T* out, long long planes, long long sp
 
 KILN_POOL(float, f32)
 KILN_POOL(double, f64)
+KILN_POOL(kiln_bf16, bf16)
+KILN_POOL(kiln_f16, f16)
 
 // ---- im2col, NCHW: cols [n, c * kernel_h * kernel_w, out_h * out_w] over the flat index i, so that
 // consecutive threads write consecutive pixels of one row (coalesced; the reads are strided by the
@@ -263,7 +331,7 @@ KILN_DEV void kiln_im2col(const T* in, T* cols, const KilnIm2col& g) {
     const long long plane = r / taps;  // b * c + ci
     const long long ih = (p / g.out_w) * g.stride_h - g.pad_top + (tap / g.kernel_w) * g.dilation_h;
     const long long iw = (p % g.out_w) * g.stride_w - g.pad_left + (tap % g.kernel_w) * g.dilation_w;
-    T v = T(0);
+    T v = T{};
     if (ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w) v = in[(plane * g.in_h + ih) * g.in_w + iw];
     cols[i] = v;
   }
@@ -276,6 +344,8 @@ KILN_DEV void kiln_im2col(const T* in, T* cols, const KilnIm2col& g) {
 
 KILN_IM2COL(float, f32)
 KILN_IM2COL(double, f64)
+KILN_IM2COL(kiln_bf16, bf16)
+KILN_IM2COL(kiln_f16, f16)
 )";
 }
 
