@@ -1,8 +1,10 @@
 // DeviceOps, data movement: the source compiles cleanly (NVRTC only, runs everywhere); Gather, Concat,
 // Split and the strided copy against kiln's CPU eager kernels (GPU). The pooling and im2col kernels are
 // in device_ops_window_test.cpp; the fixture, with its guarded buffers, in device_ops_fixture.h.
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -19,6 +21,22 @@ TEST_F(NvrtcTest, DeviceOpsSourceCompilesForSm90aWithAnEmptyLog) {
   CompiledCubin compiled = compile_to_cubin(DeviceOps::source(), "kiln_device_ops.cu", "sm_90a");
   EXPECT_FALSE(compiled.cubin.empty());
   EXPECT_EQ(compiled.log, "");
+}
+
+// The bf16 narrowing is cvt.rn.bf16.f32 from sm_80 and integer arithmetic below it: both branches.
+TEST_F(NvrtcTest, DeviceOpsSourceCompilesForSm75AndSm80WithAnEmptyLog) {
+  const std::vector<int>& archs = nvrtc().supported_archs;
+  int compiled_archs = 0;
+  for (int number : {75, 80}) {
+    if (std::find(archs.begin(), archs.end(), number) == archs.end()) continue;
+    SCOPED_TRACE(number);
+    CompiledCubin compiled =
+        compile_to_cubin(DeviceOps::source(), "kiln_device_ops.cu", "sm_" + std::to_string(number));
+    EXPECT_FALSE(compiled.cubin.empty());
+    EXPECT_EQ(compiled.log, "");
+    ++compiled_archs;
+  }
+  if (compiled_archs == 0) GTEST_SKIP() << "SKIPPED: this NVRTC supports neither sm_75 nor sm_80";
 }
 
 TEST(DeviceOpsGeometry, ErrorMessageNamesTheOpAndSite) {
