@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "kiln/tensor.h"
 #include "loops/index_layout.h"
 #include "support/error.h"
 
@@ -63,7 +64,7 @@ std::string_view binary_name(BinaryOp op) {
 }
 
 bool pointwise_dtype_supported(DType t) {
-  return t == DType::f32 || t == DType::f64 || t == DType::i32 || t == DType::i64 || t == DType::boolean;
+  return is_float(t) || t == DType::i32 || t == DType::i64 || t == DType::boolean;
 }
 
 ScalarExpr load(int input, Expr index, DType dtype) {
@@ -87,6 +88,9 @@ ScalarExpr constant(double value, DType dtype) {
                         "constant {} is not a {} value", value, dtype_name(dtype));
   }
   if (dtype == DType::f32) value = static_cast<double>(static_cast<float>(value));
+  // A half constant holds a half value (NaN and infinities stay; f64 -> f32 -> half may round twice).
+  if (dtype == DType::bf16) value = bf16_to_float(float_to_bf16(static_cast<float>(value)));
+  if (dtype == DType::f16) value = half_to_float(float_to_half(static_cast<float>(value)));
   ScalarNode n;
   n.kind = ScalarKind::Constant;
   n.dtype = dtype;

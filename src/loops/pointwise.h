@@ -10,6 +10,10 @@
 // Every operand is evaluated for every element (Where computes both branches), so the emitter gives
 // the cases ONNX leaves undefined a harmless value instead of a trap: integer x / 0 is 0, and a NaN
 // or out-of-range float cast to an integer gives the integer type's minimum.
+//
+// f16 and bf16 are storage types: a kernel may compute their arithmetic in f32 without rounding
+// between the operations it fuses (as PyTorch's generated kernels do); what it stores, and an explicit
+// Cast to a half type, is rounded to nearest even. Constants of a half type hold half values.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -29,7 +33,8 @@ enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, 
 std::string_view unary_name(UnaryOp op);
 std::string_view binary_name(BinaryOp op);
 
-// The dtypes pointwise kernels handle: f32, f64, i32, i64, bool.
+// The dtypes pointwise kernels handle: f32, f64, f16, bf16, i32, i64, bool (a backend may take fewer:
+// backend::Fusions::half_floats).
 bool pointwise_dtype_supported(DType t);
 
 struct ScalarNode;

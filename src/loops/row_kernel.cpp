@@ -178,7 +178,7 @@ void validate(const RowKernel& k) {
   }
   for (size_t r = 0; r < k.reductions.size(); ++r) {
     DType t = k.reductions[r].body.dtype();
-    KILN_INTERNAL_CHECK(t == DType::f32 || t == DType::f64, "row kernel '{}': reduction {} of {}", k.name, r,
+    KILN_INTERNAL_CHECK(is_float(t), "row kernel '{}': reduction {} of {}", k.name, r,
                         dtype_name(t));
     check_body(k, k.reductions[r].body, r, false, "a reduction");
   }

@@ -38,7 +38,7 @@ std::string_view row_reduce_name(RowReduceKind k);
 
 struct RowReduction {
   RowReduceKind kind = RowReduceKind::Sum;
-  ScalarExpr body = constant(0.0, DType::f32);  // its dtype (f32 or f64) is the accumulator's
+  ScalarExpr body = constant(0.0, DType::f32);  // its dtype is the accumulator's (f16 / bf16: accumulated in f32)
 };
 
 enum class RowOutput : uint8_t { elements, rows };

@@ -121,10 +121,10 @@ TEST(CudaPointwiseEmitter, LaunchRuleCoversEveryElement) {
 TEST(CudaPointwiseEmitter, WhatNoFusionPassMakesIsAnInternalError) {
   loops::PointwiseKernel k;
   k.name = "half";
-  k.inputs = {{DType::f16, {loops::Expr(4)}}};
+  k.inputs = {{DType::i8, {loops::Expr(4)}}};
   k.output = {DType::f32, {loops::Expr(4)}};
   k.body = loops::constant(1.0, DType::f32);
-  EXPECT_THROW(emit_pointwise_cuda(k), InternalError) << "f16 input";
+  EXPECT_THROW(emit_pointwise_cuda(k), InternalError) << "i8 input";
   k.inputs.clear();
   k.name = "kiln_helper";
   EXPECT_THROW(emit_pointwise_cuda(k), InternalError) << "a name clashing with the preamble";

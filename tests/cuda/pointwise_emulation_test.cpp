@@ -37,6 +37,8 @@ constexpr const char* kHostShim = R"(// Host stand-ins for CUDA, one thread at a
 struct kiln_emulated_dim3 { unsigned x, y, z; };
 static kiln_emulated_dim3 blockIdx, threadIdx, blockDim, gridDim;
 static inline float __int_as_float(int b) { float f; memcpy(&f, &b, sizeof f); return f; }
+static inline float __uint_as_float(unsigned b) { float f; memcpy(&f, &b, sizeof f); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned b; memcpy(&b, &f, sizeof b); return b; }
 static inline double __longlong_as_double(long long b) { double d; memcpy(&d, &b, sizeof d); return d; }
 static inline float __fmul_rn(float a, float b) { return a * b; }  // -ffp-contract=off: never an FMA
 static inline double __dmul_rn(double a, double b) { return a * b; }

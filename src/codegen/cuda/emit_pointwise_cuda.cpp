@@ -138,7 +138,7 @@ CudaSource emit_pointwise_cuda(const loops::PointwiseKernel& k, const CudaEmitOp
     if (body.uses(vars[d]))
       code += fmt::format("    const long long {} = {};\n", vars[d].name(), loops::to_cpp(from_flat[d], print));
   code += body.lines();
-  code += fmt::format("    out[i] = {};\n", stored);
+  code += fmt::format("    out[i] = {};\n", cuda_store(k.output.dtype, stored));
   code += "  }\n}\n";
   result.code = std::move(code);
   return result;

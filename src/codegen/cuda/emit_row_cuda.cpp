@@ -114,7 +114,7 @@ struct Emission {
     const std::string v = e.value(k.output_body);
     std::string s = "    // the output's columns of row o\n    {\n" + e.row_lines();
     s += "      for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n" + e.elem_lines();
-    return s + fmt::format("        out[o * cols + c] = {};\n      }}\n    }}\n", v);
+    return s + fmt::format("        out[o * cols + c] = {};\n      }}\n    }}\n", cuda_store(k.output.dtype, v));
   }
 
   std::string rows_output() const {
@@ -122,7 +122,7 @@ struct Emission {
     CudaRowBody e = body("      ", "      ");
     const std::string v = e.value(k.output_body);
     std::string s = "    // row o's value, by thread 0\n    if (threadIdx.x == 0) {\n" + e.row_lines();
-    return s + fmt::format("      out[o] = {};\n    }}\n", v);
+    return s + fmt::format("      out[o] = {};\n    }}\n", cuda_store(k.output.dtype, v));
   }
 
   // Thread 0 evaluates the element-level body at the row's column t only; a t outside [-cols, cols)
@@ -143,8 +143,8 @@ struct Emission {
     s += e.row_lines();
     s += "      const long long c = t < 0 ? t + cols : t;\n";
     s += fmt::format("      if (c < 0 || c >= cols) {{  // out of range: no read\n        out[o] = {};\n      }} else {{\n",
-                     cuda_literal(NAN, k.output.dtype));
-    return s + e.elem_lines() + fmt::format("        out[o] = {};\n      }}\n    }}\n", v);
+                     cuda_store(k.output.dtype, cuda_literal(NAN, k.output.dtype)));
+    return s + e.elem_lines() + fmt::format("        out[o] = {};\n      }}\n    }}\n", cuda_store(k.output.dtype, v));
   }
 };
 

@@ -52,13 +52,51 @@ template <class T, class F> KILN_DEV T kiln_float_to_int(F x) {
 // sigmoid from e = exp(-|x|) <= 1, which never overflows: 1/(1+e) for x >= 0, e/(1+e) for x < 0.
 KILN_DEV float kiln_sigmoid(float x) { const float e = expf(-fabsf(x)); return (x < 0.0f ? e : 1.0f) / (1.0f + e); }
 KILN_DEV double kiln_sigmoid(double x) { const double e = exp(-fabs(x)); return (x < 0.0 ? e : 1.0) / (1.0 + e); }
+// f16 / bf16 words: widened exactly, narrowed round-to-nearest-even (NaN stays a quiet NaN, overflow
+// gives infinity), in integer arithmetic (the same text runs in the host emulation of the tests).
+KILN_DEV float kiln_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+KILN_DEV unsigned short kiln_f32_to_bf16(float f) {
+  unsigned x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (unsigned short)(x >> 16);
+}
+KILN_DEV float kiln_f16_to_f32(unsigned short h) {
+  const unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (m << 13));  // infinity, NaN
+  if (e != 0) return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+  const float sub = (float)m * 5.9604644775390625e-8f;  // m * 2^-24: exact
+  return sign ? -sub : sub;
+}
+KILN_DEV unsigned short kiln_f32_to_f16(float f) {
+  const unsigned x = __float_as_uint(f), a = x & 0x7fffffffu;
+  const unsigned short sign = (unsigned short)((x >> 16) & 0x8000u);
+  if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);  // 65520 and up round to infinity
+  if (a >= 0x38800000u) {  // a normal half: rebias the exponent, round off 13 bits
+    unsigned r = a - 0x38000000u;
+    r += 0xfffu + ((r >> 13) & 1u);
+    return (unsigned short)(sign | (r >> 13));
+  }
+  // Subnormal or zero: |f| * 2^24 (exact) rounded to an integer, to nearest even.
+  return (unsigned short)(sign | (unsigned)rintf(__uint_as_float(a) * 16777216.0f));
+}
+KILN_DEV float kiln_round_bf16(float x) { return kiln_bf16_to_f32(kiln_f32_to_bf16(x)); }
+KILN_DEV float kiln_round_f16(float x) { return kiln_f16_to_f32(kiln_f32_to_f16(x)); }
 #endif  // KILN_CUDA_SCALAR_PREAMBLE
 )";
 }
 
+namespace {
+bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+const char* half_name(DType t) { return t == DType::bf16 ? "bf16" : "f16"; }
+}  // namespace
+
 std::string cuda_type(DType t) {
   switch (t) {
-    case DType::f32: return "float";
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return "float";
     case DType::f64: return "double";
     case DType::i32: return "int";
     case DType::i64: return "long long";
@@ -67,11 +105,18 @@ std::string cuda_type(DType t) {
   }
 }
 
-std::string cuda_storage_type(DType t) { return t == DType::boolean ? "unsigned char" : cuda_type(t); }
+std::string cuda_storage_type(DType t) {
+  if (is_half(t)) return "unsigned short";
+  return t == DType::boolean ? "unsigned char" : cuda_type(t);
+}
+
+std::string cuda_store(DType t, const std::string& value) {
+  return is_half(t) ? fmt::format("kiln_f32_to_{}({})", half_name(t), value) : value;
+}
 
 std::string cuda_literal(double v, DType t) {
-  if (t == DType::f32 || t == DType::f64) {
-    const bool f32 = t == DType::f32;
+  if (is_float(t)) {
+    const bool f32 = t != DType::f64;  // half constants hold half values (loops::constant), printed as floats
     if (std::isnan(v)) return f32 ? "kiln_nan_f32()" : "kiln_nan_f64()";
     if (std::isinf(v)) return std::string(v < 0 ? "(-" : "(") + (f32 ? "kiln_inf_f32()" : "kiln_inf_f64()") + ")";
     char buf[64];
@@ -94,13 +139,13 @@ std::string cuda_literal(double v, DType t) {
 
 namespace {
 
-// CUDA's math functions by precision: expf / exp.
+// CUDA's math functions by precision: expf / exp (the half types compute in float).
 std::string math_call(const char* name, DType t, const std::string& x) {
-  return fmt::format("{}{}({})", name, t == DType::f32 ? "f" : "", x);
+  return fmt::format("{}{}({})", name, t == DType::f64 ? "" : "f", x);
 }
 
 std::string unary_cuda(UnaryOp op, DType t, const std::string& x) {
-  const bool fp = t == DType::f32 || t == DType::f64;
+  const bool fp = is_float(t);
   switch (op) {
     case UnaryOp::Neg: return fp ? "(-" + x + ")" : fmt::format("kiln_wrap_neg({})", x);
     case UnaryOp::Abs: return fp ? math_call("fabs", t, x) : fmt::format("({0} < 0 ? kiln_wrap_neg({0}) : {0})", x);
@@ -121,10 +166,10 @@ std::string unary_cuda(UnaryOp op, DType t, const std::string& x) {
 
 std::string binary_cuda(const ScalarExpr& e, const std::string& a, const std::string& b) {
   const DType t = e.operands()[0].dtype();
-  const bool fp = t == DType::f32 || t == DType::f64;
+  const bool fp = is_float(t);
   auto infix = [&](const char* sym) { return fmt::format("({} {} {})", a, sym, b); };
   auto integer = [&](const char* helper) { return fmt::format("{}({}, {})", helper, a, b); };
-  const char* mul_rn = t == DType::f32 ? "__fmul_rn" : "__dmul_rn";
+  const char* mul_rn = t == DType::f64 ? "__dmul_rn" : "__fmul_rn";
   switch (e.binary_op()) {
     case BinaryOp::Add: return fp ? infix("+") : integer("kiln_wrap_add");
     case BinaryOp::Sub: return fp ? infix("-") : integer("kiln_wrap_sub");
@@ -137,9 +182,9 @@ std::string binary_cuda(const ScalarExpr& e, const std::string& a, const std::st
         return fmt::format("{}({}, {})", mul_rn, a, a);
       // f32 x^3 (GPT-2's tanh GELU) in double, as on the CPU: x * x is exact there, and the two roundings
       // that follow stay within powf's error; the special values come out as pow's.
-      if (t == DType::f32 && exponent.kind() == ScalarKind::Constant && exponent.constant_value() == 3.0)
+      if (t != DType::f64 && exponent.kind() == ScalarKind::Constant && exponent.constant_value() == 3.0)
         return fmt::format("((float)__dmul_rn(__dmul_rn((double){0}, (double){0}), (double){0}))", a);
-      return fmt::format("{}({}, {})", t == DType::f32 ? "powf" : "pow", a, b);
+      return fmt::format("{}({}, {})", t == DType::f64 ? "pow" : "powf", a, b);
     }
     case BinaryOp::Max: return integer("kiln_max_nan");
     case BinaryOp::Min: return integer("kiln_min_nan");
@@ -153,10 +198,13 @@ std::string binary_cuda(const ScalarExpr& e, const std::string& a, const std::st
 }
 
 std::string cast_cuda(DType from, DType to, const std::string& x) {
-  const bool from_fp = from == DType::f32 || from == DType::f64;
+  const bool from_fp = is_float(from);
   if (to == DType::boolean) return from == DType::boolean ? x : fmt::format("({} != 0)", x);  // NaN is true
   if (from_fp && (to == DType::i32 || to == DType::i64))
     return fmt::format("kiln_float_to_int<{}>({})", cuda_type(to), x);
+  // To a half type: rounded (via float: from f64 that may round twice); between f32 and a half type
+  // the other way, exact.
+  if (is_half(to)) return from == to ? x : fmt::format("kiln_round_{}((float){})", half_name(to), x);
   // Round to nearest (int to float, f64 to f32), truncation of the bits (i64 to i32), or exact.
   return fmt::format("(({}){})", cuda_type(to), x);
 }
@@ -176,6 +224,7 @@ std::string cuda_operation(const ScalarExpr& e, const std::vector<std::string>& 
 }
 
 std::string cuda_load(int input, DType dtype, const std::string& index) {
+  if (is_half(dtype)) return fmt::format("kiln_{}_to_f32(in{}[{}])", half_name(dtype), input, index);
   return dtype == DType::boolean ? fmt::format("(in{}[{}] != 0)", input, index) : fmt::format("in{}[{}]", input, index);
 }
 

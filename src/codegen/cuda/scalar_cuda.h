@@ -9,6 +9,9 @@
 //  - math is CUDA's own IEEE functions (expf, logf, erff, tanhf, powf, sqrtf; their maximum errors are in
 //    the CUDA C++ Programming Guide's "Mathematical Functions" appendix), never the fast-math intrinsics
 //    (__expf, __logf, __fdividef, ...); sigmoid is written from exp(-|x|) <= 1 so that it never overflows.
+//  - f16 and bf16 are stored as 16-bit words and computed in float: a load widens (exactly), a store
+//    and a Cast to a half type round to nearest even (inline PTX cvt, so no cuda_fp16.h is needed);
+//    the operations between them are float operations, unrounded (loops/pointwise.h).
 // Only text is produced here: nothing includes cuda.h, so this builds on machines without the toolkit.
 #pragma once
 #include <string>
@@ -24,11 +27,14 @@ namespace kiln::codegen::cuda {
 // Guarded, so that several kernels can share one NVRTC program. Needs no header.
 std::string_view cuda_scalar_preamble();
 
-// float, double, int, long long, bool; anything else is an InternalError (no fusion pass should have
-// made such a kernel).
+// The type a value is computed in: float (f32, f16, bf16), double, int, long long, bool; anything else
+// is an InternalError (no fusion pass should have made such a kernel).
 std::string cuda_type(DType t);
-// The element type in memory: bool is kept as bytes (unsigned char) and normalised on load.
+// The element type in memory: bool is kept as bytes (unsigned char) and normalised on load; f16 and
+// bf16 as unsigned short.
 std::string cuda_storage_type(DType t);
+// The stored form of `value` (computed as cuda_type(t)): the half types rounded, others as they are.
+std::string cuda_store(DType t, const std::string& value);
 // Exact: hex floats for finite values, bit patterns for NaN and the infinities.
 std::string cuda_literal(double v, DType t);
 

@@ -1,0 +1,117 @@
+// passes/narrow_floats.cpp (--precision bf16 / fp16) as IR text in, IR text out, and the compiler's
+// refusal of a half precision where the backend computes in fp32 only.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/interpreter_backend.h"
+#include "compiler/compile.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "kiln/errors.h"
+#include "passes/passes.h"
+
+namespace kiln {
+namespace {
+
+std::string narrowed(const std::string& text, DType to) {
+  Graph g = parse_graph(text);
+  Options options;
+  infer_shapes(g, options);
+  narrow_floats(g, options, to);
+  std::string out = print_graph(g);
+  EXPECT_EQ(print_graph(parse_graph(out)), out) << "the narrowed IR does not parse back";
+  return out;
+}
+
+// The interface keeps f32 (a Cast where each input enters and each output leaves), every value and
+// constant inside is bf16, an int input and a Cast to f32 follow.
+TEST(NarrowFloats, InsideIsBf16AndTheInterfaceStaysF32) {
+  EXPECT_EQ(narrowed(R"(graph g(%x: f32[2,3], %i: i64[2]) -> (%y, %z) {
+  const %w: f32[3] = [0.5, 1.5, -2]
+  const %one: i64[1] = [1]
+  %a = Add(%x, %w)
+  %c = Cast(%i) {to="f32"}
+  %u = Unsqueeze(%c, %one)
+  %y = Mul(%a, %u)
+  %z = Relu(%a)
+}
+)",
+                     DType::bf16),
+            R"(graph g(%x: f32[2,3], %i: i64[2]) -> (%y, %z) {
+  const %w: bf16[3] = [0.5, 1.5, -2]
+  const %one: i64[1] = [1]
+  %x_bf16: bf16[2,3] = Cast(%x) {to="bf16"}
+  %a: bf16[2,3] = Add(%x_bf16, %w)
+  %c: bf16[2] = Cast(%i) {to="bf16"}
+  %u: bf16[2,1] = Unsqueeze(%c, %one)
+  %y_bf16: bf16[2,3] = Mul(%a, %u)
+  %z_bf16: bf16[2,3] = Relu(%a)
+  %y: f32[2,3] = Cast(%y_bf16) {to="f32"}
+  %z: f32[2,3] = Cast(%z_bf16) {to="f32"}
+}
+)");
+}
+
+// A mask of finfo(f32).min would be -inf in bf16 (and 0 * -inf = NaN): it saturates to the largest
+// finite value; in f16 so does 1e5, and a tiny non-zero value stays non-zero. NaN and Inf stay.
+TEST(NarrowFloats, ConstantsSaturateInsteadOfOverflowing) {
+  const std::string text = R"(graph g(%x: f32[5]) -> (%y) {
+  const %c: f32[5] = [-3.4028234663852886e+38, 100000, 1e-12, nan, inf]
+  %y = Add(%x, %c)
+}
+)";
+  Graph g = parse_graph(text);
+  Options options;
+  infer_shapes(g, options);
+  narrow_floats(g, options, DType::f16);
+  const Tensor& c = *g.value(*g.find_value("c")).constant;
+  ASSERT_EQ(c.dtype(), DType::f16);
+  EXPECT_EQ(c.as_double(0), -65504.0);
+  EXPECT_EQ(c.as_double(1), 65504.0);
+  EXPECT_GT(c.as_double(2), 0.0);
+  EXPECT_TRUE(std::isnan(c.as_double(3)));
+  EXPECT_EQ(c.as_double(4), INFINITY);
+
+  Graph b = parse_graph(text);
+  infer_shapes(b, options);
+  narrow_floats(b, options, DType::bf16);
+  const Tensor& cb = *b.value(*b.find_value("c")).constant;
+  EXPECT_TRUE(std::isfinite(cb.as_double(0)));
+  EXPECT_LT(cb.as_double(0), -3.3e38);
+  EXPECT_EQ(cb.as_double(1), 99840.0);  // the nearest bf16
+}
+
+TEST(NarrowFloats, AnInputThatIsAlsoAnOutputLeavesAsItCame) {
+  EXPECT_EQ(narrowed(R"(graph g(%x: f32[2]) -> (%x, %y) {
+  %y = Neg(%x)
+}
+)",
+                     DType::f16),
+            R"(graph g(%x: f32[2]) -> (%x, %y) {
+  %x_f16: f16[2] = Cast(%x) {to="f16"}
+  %y_f16: f16[2] = Neg(%x_f16)
+  %y: f32[2] = Cast(%y_f16) {to="f32"}
+}
+)");
+}
+
+TEST(NarrowFloats, APrecisionTheBackendCannotRunIsAUserError) {
+  const Graph g = parse_graph("graph g(%x: f32[2]) -> (%y) {\n  %y = Neg(%x)\n}\n");
+  testing_backend::InterpreterBackend backend;  // fuses in f32 and f64 only, like the CPU backend
+  Options options;
+  options.precision = "bf16";
+  try {
+    compiler::compile(g, backend, options, Mode::compiled);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("precision bf16"), std::string::npos) << e.what();
+  }
+  options.precision = "fp8";
+  EXPECT_THROW(compiler::compile(g, backend, options, Mode::compiled), UserError);
+  options.precision = "bf16";  // the fp64 oracle ignores it
+  EXPECT_NO_THROW(compiler::compile(g, backend, options, Mode::reference));
+}
+
+}  // namespace
+}  // namespace kiln
