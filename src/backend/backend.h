@@ -37,6 +37,9 @@ struct Fusions {
   bool pointwise = false;  // pointwise kernels (fuse_pointwise)
   // A lone pointwise node becomes a generated kernel too (a device has no eager kernels to fall back on).
   bool pointwise_singletons = false;
+  // Groups may hold f16 / bf16 values (kernels that compute them in f32); without it those nodes are
+  // left to the node kernels, which widen them.
+  bool half_floats = false;
 };
 
 // What a compile's tuning did, for RunStats and the terminal.

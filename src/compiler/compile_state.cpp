@@ -4,7 +4,8 @@ namespace kiln::compiler {
 
 std::vector<char> CompileState::claimed() const {
   std::vector<char> taken(graph.nodes.size(), 0);
-  for (size_t i = 0; i < graph.nodes.size(); ++i) taken[i] = graph.nodes[i].group >= 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    taken[i] = graph.nodes[i].group >= 0 || (i < unfusable.size() && unfusable[i]);
   return taken;
 }
 

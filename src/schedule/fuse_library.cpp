@@ -66,9 +66,16 @@ class Matcher {
   const Node& node(NodeId n) const { return g_.nodes[size_t(n)]; }
   const Value& value(ValueId v) const { return g_.value(v); }
   bool is_const(ValueId v) const { return v != kNoValue && value(v).constant != nullptr; }
-  bool is_f32(ValueId v) const { return v != kNoValue && value(v).type.dtype == DType::f32; }
-  // Same dtype (f32) and the same dims, symbols included.
-  bool same_type(ValueId a, ValueId b) const { return is_f32(a) && is_f32(b) && value(a).type == value(b).type; }
+  // f32, or a half type (only a backend computing in them sees those: backend::Fusions::half_floats).
+  bool is_f32_or_half(ValueId v) const {
+    if (v == kNoValue) return false;
+    const DType t = value(v).type.dtype;
+    return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+  }
+  // Same dtype (f32 or half) and the same dims, symbols included.
+  bool same_type(ValueId a, ValueId b) const {
+    return is_f32_or_half(a) && is_f32_or_half(b) && value(a).type == value(b).type;
+  }
   // The single output of a node (no other outputs present).
   ValueId sole_output(const Node& n) const {
     if (n.outputs.empty() || n.outputs[0] == kNoValue) return kNoValue;
@@ -89,11 +96,13 @@ class Matcher {
     if (n.inputs[1] == v && n.inputs[0] != v) return n.inputs[0];
     return kNoValue;
   }
-  // A constant f32 scalar (one element, rank <= `max_rank`, so it broadcasts without reshaping) close to `want`.
+  // A constant scalar (one element, rank <= `max_rank`, so it broadcasts without reshaping) close to
+  // `want`, or to `want` rounded to its half type (a GELU's 1/sqrt(2) in a model narrowed to bf16).
   bool is_scalar(ValueId v, double want, int max_rank) const {
-    if (!is_const(v) || !is_f32(v)) return false;
+    if (!is_const(v) || !is_f32_or_half(v)) return false;
     const Tensor& t = *value(v).constant;
     if (t.numel() != 1 || t.rank() > max_rank) return false;
+    if (t.dtype() != DType::f32) want = Tensor::scalar<double>(t.dtype(), want).as_double(0);
     return std::fabs(t.as_double(0) - want) <= 1e-6 * std::fabs(want);
   }
   // Node `n` is `op` over v and a scalar near `want`, makes a value of v's type; returns that value.
@@ -113,7 +122,7 @@ class Matcher {
     if (n < 0 || (node(n).op != OpKind::Mul && node(n).op != OpKind::Div)) return std::nullopt;
     const Node& nd = node(n);
     ValueId c = other_operand(nd, v);
-    if (c == kNoValue || !is_const(c) || !is_f32(c) || (nd.op == OpKind::Div && nd.inputs[1] != c)) return std::nullopt;
+    if (c == kNoValue || !is_const(c) || !is_f32_or_half(c) || (nd.op == OpKind::Div && nd.inputs[1] != c)) return std::nullopt;
     const Tensor& t = *value(c).constant;
     if (t.numel() != 1 || t.rank() > value(v).type.rank()) return std::nullopt;
     const float f = static_cast<float>(t.as_double(0));
@@ -250,7 +259,7 @@ std::optional<ActivationMatch> Matcher::match_gelu_tanh(ValueId x) const {
 
 // A constant that broadcasts onto `out` as one value per channel (all other dims 1).
 bool Matcher::bias_ok(ValueId c, ValueId out, int64_t channels, int channel_axis) const {
-  if (!is_const(c) || !is_f32(c) || channels < 1) return false;
+  if (!is_const(c) || !is_f32_or_half(c) || channels < 1) return false;
   const Tensor& t = *value(c).constant;
   int out_rank = value(out).type.rank();
   if (t.rank() > out_rank) return false;
@@ -265,7 +274,7 @@ bool Matcher::bias_ok(ValueId c, ValueId out, int64_t channels, int channel_axis
 bool Matcher::match_core(NodeId id, LibraryGroup& grp, int64_t& channels, int& channel_axis, bool& has_bias) const {
   const Node& n = node(id);
   ValueId out = sole_output(n);
-  if (!is_f32(out) || n.inputs.size() < 2 || !is_f32(n.inputs[0]) || !is_f32(n.inputs[1]) || is_const(n.inputs[0]))
+  if (!is_f32_or_half(out) || n.inputs.size() < 2 || !is_f32_or_half(n.inputs[0]) || !is_f32_or_half(n.inputs[1]) || is_const(n.inputs[0]))
     return false;
   const TensorType& a = value(n.inputs[0]).type;
   const TensorType& b = value(n.inputs[1]).type;
@@ -322,7 +331,7 @@ bool Matcher::match_core(NodeId id, LibraryGroup& grp, int64_t& channels, int& c
       channels = w.dim(0);
       if (n.has_input(2)) {
         ValueId bv = n.inputs[2];
-        if (!is_const(bv) || !is_f32(bv) || value(bv).constant->rank() != 1 || value(bv).constant->numel() != channels)
+        if (!is_const(bv) || !is_f32_or_half(bv) || value(bv).constant->rank() != 1 || value(bv).constant->numel() != channels)
           return false;
         grp.inputs.push_back(bv);
         has_bias = true;
@@ -358,7 +367,7 @@ std::optional<LibraryGroup> Matcher::match_from(NodeId id) const {
       const Node& bn = node(n);
       bool ok = sole_output(bn) != kNoValue && same_type(sole_output(bn), cur);
       for (size_t i = 1; ok && i < 5; ++i)
-        ok = is_const(bn.inputs[i]) && is_f32(bn.inputs[i]) && value(bn.inputs[i]).constant->rank() == 1 &&
+        ok = is_const(bn.inputs[i]) && is_f32_or_half(bn.inputs[i]) && value(bn.inputs[i]).constant->rank() == 1 &&
              value(bn.inputs[i]).constant->numel() == channels;
       try {
         ok = ok && bn.attr_int("training_mode", 0) == 0;

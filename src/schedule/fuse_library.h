@@ -1,4 +1,5 @@
-// Library calls with fused pointwise consumers: a MatMul / Gemm / Conv (f32) and the chain of nodes
+// Library calls with fused pointwise consumers: a MatMul / Gemm / Conv (f32; f16 and bf16 for a backend
+// that computes in them) and the chain of nodes
 // after it that oneDNN can apply as post-ops, in this order, each optional:
 //   Conv only: BatchNormalization with constant parameters (folded into the weights at build);
 //   MatMul only: Mul or Div by a scalar constant (folded into alpha: x / c as x * (1 / c));

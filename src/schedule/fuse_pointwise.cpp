@@ -13,7 +13,6 @@ namespace {
 
 using loops::ScalarExpr;
 
-bool float_type(DType t) { return t == DType::f32 || t == DType::f64; }
 
 // The permutation of a Transpose (ONNX default: reversed dims).
 std::vector<int64_t> perm_of(const Node& n, size_t rank) {
@@ -78,7 +77,7 @@ class KernelBuilder {
   // A value from outside the group: an inlined scalar constant, or a load of a kernel input.
   ScalarExpr read(ValueId v, const Index& idx) {
     const Value& val = g_.value(v);
-    if (val.constant && val.constant->numel() == 1 && float_type(val.constant->dtype()))
+    if (val.constant && val.constant->numel() == 1 && is_float(val.constant->dtype()))
       return loops::constant(val.constant->as_double(0), val.constant->dtype());
     auto [it, added] = slot_.emplace(v, static_cast<int>(group_.inputs.size()));
     if (added) {

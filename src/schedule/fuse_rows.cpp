@@ -222,7 +222,7 @@ class RowBuilder {
   std::optional<ScalarExpr> read(ValueId v) {
     const Value& val = g_.value(v);
     DType t = val.type.dtype;
-    if (val.constant && val.constant->numel() == 1 && (t == DType::f32 || t == DType::f64))
+    if (val.constant && val.constant->numel() == 1 && is_float(t))
       return loops::constant(val.constant->as_double(0), t);
     if (!loops::pointwise_dtype_supported(t)) return std::nullopt;
     int index = static_cast<int>(group_.inputs.size());

@@ -43,7 +43,6 @@ std::optional<BinaryOp> binary_of(OpKind op) {
   }
 }
 
-bool float_type(DType t) { return t == DType::f32 || t == DType::f64; }
 
 // Whether `n` can live in a generated pointwise kernel: a supported op on supported dtypes, whose
 // operands broadcast to its output exactly as the emitter reads them.
@@ -70,10 +69,10 @@ bool supported_impl(const Graph& g, const Node& n) {
     if (v == kNoValue) return false;
     const TensorType& t = g.value(v).type;
     if (!loops::pointwise_dtype_supported(t.dtype)) return false;
-    if (float_only && !float_type(t.dtype) && !(n.op == OpKind::Pow)) return false;
+    if (float_only && !is_float(t.dtype) && !(n.op == OpKind::Pow)) return false;
     if (t.rank() > out.rank()) return false;
   }
-  if (n.op == OpKind::Pow && (!float_type(g.value(n.inputs[0]).type.dtype) ||
+  if (n.op == OpKind::Pow && (!is_float(g.value(n.inputs[0]).type.dtype) ||
                               g.value(n.inputs[0]).type.dtype != g.value(n.inputs[1]).type.dtype))
     return false;
   return true;

@@ -10,7 +10,6 @@ using loops::ScalarExpr;
 
 constexpr int64_t kStashDouble = 11;  // LayerNormalization stash_type: TensorProto.DOUBLE
 
-bool float_type(DType t) { return t == DType::f32 || t == DType::f64; }
 bool is_one(const Dim& d) { return d.is_static() && d.value == 1; }
 
 std::optional<int> normalized_axis(int64_t axis, int rank) {
@@ -55,7 +54,7 @@ std::optional<RowSplit> reduce_split(const Graph& g, const Node& n) {
 std::optional<RowSplit> row_split(const Graph& g, const Node& n, const std::vector<int>& uses) {
   if (n.inputs.empty() || !n.has_input(0) || n.outputs.empty() || n.outputs[0] == kNoValue) return std::nullopt;
   const TensorType& x = g.value(n.inputs[0]).type;
-  if (!float_type(x.dtype) || x.rank() == 0 || g.value(n.outputs[0]).type.dtype != x.dtype) return std::nullopt;
+  if (!is_float(x.dtype) || x.rank() == 0 || g.value(n.outputs[0]).type.dtype != x.dtype) return std::nullopt;
   switch (n.op) {
     case OpKind::Softmax:
     case OpKind::LogSoftmax: {
@@ -96,7 +95,7 @@ bool row_gather_fits(const Graph& g, const Node& n, const RowSplit& split) {
   const TensorType& data = g.value(n.inputs[0]).type;
   const Value& idx = g.value(n.inputs[1]);
   const TensorType& out = g.value(n.outputs[0]).type;
-  if (n.inputs[1] == n.inputs[0] || !(data.shape == split.domain) || !float_type(data.dtype) || out.dtype != data.dtype)
+  if (n.inputs[1] == n.inputs[0] || !(data.shape == split.domain) || !is_float(data.dtype) || out.dtype != data.dtype)
     return false;
   if (idx.type.dtype != DType::i32 && idx.type.dtype != DType::i64) return false;
   std::optional<int> axis = normalized_axis(n.attr_int("axis", 0), rank);
@@ -135,8 +134,9 @@ ScalarExpr row_node_expr(const Node& n, const std::vector<std::optional<ScalarEx
     }
     case OpKind::LayerNormalization: {
       // Y = (x - mean) * (1 / sqrt(var + eps)) * scale + B, var the mean of squared deviations; an
-      // f32 node with stash_type = double computes in f64 (as the eager kernel does).
-      const DType ct = t == DType::f32 && n.attr_int("stash_type", 1) == kStashDouble ? DType::f64 : t;
+      // f32 node with stash_type = double computes in f64 (as the eager kernel does), a half one in f32.
+      const bool half = t == DType::f16 || t == DType::bf16;
+      const DType ct = half ? DType::f32 : t == DType::f32 && n.attr_int("stash_type", 1) == kStashDouble ? DType::f64 : t;
       ScalarExpr xc = loops::cast(ct, x);
       ScalarExpr count = loops::row_length(ct);
       ScalarExpr mean = loops::div(reduce(RowReduceKind::Sum, xc), count);

@@ -74,7 +74,6 @@ RoutingPolicy routing_policy(const Options& options, RoutingThresholds threshold
 
 namespace {
 
-bool float_type(DType t) { return t == DType::f32 || t == DType::f64; }
 
 // Nodes reading value v.
 std::vector<NodeId> readers(const Graph& g, ValueId v) {
@@ -167,7 +166,7 @@ SoftmaxSite softmax_site(const Graph& g, NodeId node, const std::vector<int>& us
   s.width = w.is_static() ? w.value : -1;
   s.fusable = row_split(g, n, uses).has_value();
   if (!s.fusable) {
-    if (!float_type(x.dtype)) s.why_not_fusable = fmt::format("dtype {}", dtype_name(x.dtype));
+    if (!is_float(x.dtype)) s.why_not_fusable = fmt::format("dtype {}", dtype_name(x.dtype));
     else if (axis + 1 < x.rank()) s.why_not_fusable = fmt::format("axis {} is not the trailing one", axis);
     else s.why_not_fusable = "unsupported form";
   }

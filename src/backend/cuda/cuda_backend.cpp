@@ -76,7 +76,9 @@ std::string CudaBackend::device_key(const Options&) const {
 Fusions CudaBackend::fusions(const Options&) const { return cuda_fusions(); }
 schedule::RoutingThresholds CudaBackend::routing_thresholds(const Options&) const { return cuda_routing_thresholds(); }
 
-Fusions cuda_fusions() { return Fusions{.library = true, .rows = true, .pointwise = true, .pointwise_singletons = true}; }
+Fusions cuda_fusions() {
+  return Fusions{.library = true, .rows = true, .pointwise = true, .pointwise_singletons = true, .half_floats = true};
+}
 
 schedule::RoutingThresholds cuda_routing_thresholds() {
   // No library softmax on the device yet: every width takes the fused row kernel.
