@@ -22,7 +22,8 @@ namespace {
 struct RunArgs {
   std::string model;
   std::string mode = "compiled";
-  std::string device;  // empty: the `device` setting
+  std::string device;     // empty: the `device` setting
+  std::string precision;  // empty: the `precision` setting
   std::vector<std::string> inputs, dims;
   uint64_t seed = 0;
   std::string output_dir, save_inputs, dump_dir;
@@ -58,6 +59,7 @@ int run(const RunArgs& a, Options options) {
   apply_threads(options, a.threads);
   if (!a.dump_dir.empty()) options.dump_dir = a.dump_dir;
   if (!a.device.empty()) options.device = a.device;
+  if (!a.precision.empty()) options.precision = a.precision;
   if (a.iters < 1) user_error("--iters must be at least 1");
   if (a.warmup < 0) user_error("--warmup must be >= 0");
   Mode mode = parse_mode(a.mode);
@@ -120,6 +122,7 @@ int run(const RunArgs& a, Options options) {
     j["model"] = model_name;
     j["mode"] = mode_name(mode);
     j["device"] = options.device;
+    j["precision"] = mode == Mode::reference ? "fp64" : options.precision;
     j["threads"] = omp_get_max_threads();
     j["iters"] = a.iters;
     j["latency_ms"] = median;
@@ -146,9 +149,10 @@ int run(const RunArgs& a, Options options) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("model: %s\ndevice: %s, mode: %s, threads: %d, ops: %d, kernels per run: %d (%d generated, %d library), "
+  std::printf("model: %s\ndevice: %s, mode: %s, precision: %s, threads: %d, ops: %d, kernels per run: %d (%d generated, %d library), "
               "prepared in %.1f ms\n",
-              model_name.c_str(), options.device.c_str(), mode_name(mode), omp_get_max_threads(), session.stats().ops,
+              model_name.c_str(), options.device.c_str(), mode_name(mode),
+              mode == Mode::reference ? "fp64" : options.precision.c_str(), omp_get_max_threads(), session.stats().ops,
               session.stats().kernels, session.stats().fused_kernels, session.stats().library_kernels, prepare_ms);
   for (const auto& info : session.outputs()) {
     const Tensor& t = outputs.at(info.name);
@@ -171,6 +175,9 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("model", args->model, "an .onnx file");
   cmd->add_option("--mode", args->mode, "compiled (default: fused generated kernels and library calls), eager (one kernel per op) or reference (the fp64 oracle)");
   cmd->add_option("--device", args->device, "cpu (default) or cuda / cuda:N: where the model runs (the `device` setting)");
+  cmd->add_option("--precision", args->precision,
+                  "fp32 (default), bf16 or fp16: what a compiled model computes in (the `precision` setting; bf16 and "
+                  "fp16 on --device cuda)");
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy or NAME=FILE.pb (repeatable)");
   cmd->add_option("--dim", args->dims, "SYMBOL=SIZE for a symbolic dimension (repeatable)");
   cmd->add_option("--seed", args->seed, "seed for generated inputs");

@@ -1,5 +1,7 @@
 #include "compiler/compile.h"
 
+#include <algorithm>
+
 #include "compiler/compile_state.h"
 #include "compiler/pass_list.h"
 #include "lower/decompose.h"
@@ -30,6 +32,28 @@ void check_input_sizes(const Graph& g, const Options& options) {
   }
 }
 
+// The `precision` setting: the dtype a compile narrows the model's f32 values to (f32: none).
+DType precision_dtype(const Options& options) {
+  if (options.precision == "fp32") return DType::f32;
+  if (options.precision == "bf16") return DType::bf16;
+  if (options.precision == "fp16") return DType::f16;
+  user_error("precision must be fp32, bf16 or fp16, got '{}'", options.precision);
+}
+
+// Nodes reading or making an f16 / bf16 value: left to the node kernels on a backend whose fused
+// kernels compute in f32 and f64 only.
+std::vector<char> half_nodes(const Graph& g) {
+  auto half = [&g](ValueId v) {
+    return v != kNoValue && (g.value(v).type.dtype == DType::f16 || g.value(v).type.dtype == DType::bf16);
+  };
+  std::vector<char> out(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    out[i] = std::any_of(n.inputs.begin(), n.inputs.end(), half) || std::any_of(n.outputs.begin(), n.outputs.end(), half);
+  }
+  return out;
+}
+
 // The plan is the compiler's to make: groups a graph arrives with (a parsed dump) are dropped.
 void drop_fusion_groups(Graph& g) {
   g.groups.clear();
@@ -46,14 +70,22 @@ Executable compile(Graph graph, const backend::Backend& backend, const Options& 
   exe.runtime = &backend.runtime();
   Graph& g = exe.graph;
   const backend::Fusions fuse = mode == Mode::compiled ? backend.fusions(options) : backend::Fusions{};
-  CompileState s{g, options, backend, backend.start_compile(options), {}, {}, {}, {}, {}};
+  CompileState s{g, options, backend, backend.start_compile(options), {}, {}, {}, {}, {}, {}};
 
   PassList passes(g, options);
   passes.run("import", [&] { drop_fusion_groups(g); });
   passes.run("bind_dims", [&] { bind_dims(g, dims); });  // before inference: sizes from the inputs flow everywhere
   passes.run("infer_shapes_fold", [&] { infer_shapes(g, options, /*fold=*/true); });
   if (mode == Mode::reference) passes.run("widen_to_f64", [&] { widen_to_f64(g, options); });
+  const DType narrow_to = precision_dtype(options);
+  if (narrow_to != DType::f32 && mode != Mode::reference) {  // the oracle stays the model's own fp64
+    if (mode != Mode::compiled || !fuse.half_floats)
+      user_error("precision {}: the {} backend runs fp32 only in {} mode (bf16 and fp16 are compiled with --device cuda)",
+                 options.precision, backend.name(), mode == Mode::compiled ? "compiled" : "eager");
+    passes.run("narrow_floats", [&] { narrow_floats(g, options, narrow_to); });
+  }
   if (mode == Mode::compiled) passes.run("decompose", [&] { decompose_graph(g, options); });
+  if (!fuse.half_floats) s.unfusable = half_nodes(g);
   check_input_sizes(g, options);
   if (fuse.library || fuse.rows) passes.run_text("route_softmax", "route", [&] { return route_softmax(s); });
   if (fuse.library) passes.run("fuse_library", [&] { fuse_library_calls(s); });

@@ -23,6 +23,15 @@ void bind_dims(Graph& g, const std::map<std::string, int64_t>& sizes);
 // (no outputs) for Graph::remove_dead. Returns whether it folded.
 bool fold_node(Graph& g, Node& n, const Options& options);
 
+// For --precision bf16 / fp16: every f32 value becomes `to` (f16 or bf16). Constants are converted
+// once, saturating (a finite value beyond the type's range becomes its largest finite value, a tiny
+// non-zero one its smallest, as ONNX Runtime's float16 converter does: a mask of finfo(f32).min stays a
+// large negative number, not -inf, whose 0 * -inf would be NaN); Cast targets, Constant and
+// ConstantOfShape values likewise. The model's interface keeps its types: an f32 input is cast to `to`
+// where it enters, an f32 output back to f32 where it leaves. Inputs ONNX requires in f32 (Resize's
+// scales and roi) stay f32.
+void narrow_floats(Graph& g, const Options& options, DType to);
+
 // For the fp64 reference path: every floating-point value, constant and Cast target becomes f64.
 void widen_to_f64(Graph& g, const Options& options);
 

@@ -26,6 +26,7 @@ using test_common::ZooModel;
 #ifdef KILN_HAVE_CUDA
 struct Counts {
   int generated = 0, compiled = 0, library = 0, nodes = 0;
+  int half_kernels = 0;  // distinct kernels that read or write bf16 / f16 memory
   std::vector<std::string> missing;  // what has no device route
 };
 
@@ -75,6 +76,7 @@ class CudaCodegenBackend final : public backend::Backend {
           EXPECT_EQ(c.log, "") << src.code;
           EXPECT_FALSE(c.cubin.empty()) << src.name;
           counts_.compiled++;
+          if (src.code.find("unsigned short* __restrict__") != std::string::npos) counts_.half_kernels++;
         }
         kernels.push_back(std::make_unique<Unrun>());
       }
@@ -97,7 +99,19 @@ class CudaCodegenBackend final : public backend::Backend {
 };
 #endif
 
-class CudaCodegenZoo : public ::testing::TestWithParam<ZooModel> {};
+struct ZooCase {
+  ZooModel model;
+  const char* precision;  // the `precision` setting: fp32, or bf16 (the half path; fp16 differs only in its helpers)
+};
+
+std::vector<ZooCase> zoo_cases() {
+  std::vector<ZooCase> cases;
+  for (const char* precision : {"fp32", "bf16"})
+    for (const ZooModel& m : test_common::zoo_models()) cases.push_back({m, precision});
+  return cases;
+}
+
+class CudaCodegenZoo : public ::testing::TestWithParam<ZooCase> {};
 
 TEST_P(CudaCodegenZoo, EveryKernelCompilesWithNvrtcAndEveryNodeHasADeviceRoute) {
 #ifndef KILN_HAVE_CUDA
@@ -105,13 +119,15 @@ TEST_P(CudaCodegenZoo, EveryKernelCompilesWithNvrtcAndEveryNodeHasADeviceRoute) 
 #else
   std::string why;
   if (!backend::cuda::nvrtc_available(&why)) GTEST_SKIP() << "SKIPPED: NVRTC is not available here: " << why;
-  const ZooModel& c = GetParam();
+  const ZooModel& c = GetParam().model;
+  const std::string precision = GetParam().precision;
   const std::filesystem::path path = test_common::zoo_model(c.name, why);
   if (path.empty()) {
     if (why.rfind("SKIPPED", 0) == 0) GTEST_SKIP() << why;
     FAIL() << why;
   }
   Options options;
+  options.precision = precision;
   Counts counts;
   CudaCodegenBackend backend(counts);
   compiler::Executable exe = compiler::compile(import_onnx(path.string(), options), backend, options, Mode::compiled, c.dims);
@@ -122,14 +138,18 @@ TEST_P(CudaCodegenZoo, EveryKernelCompilesWithNvrtcAndEveryNodeHasADeviceRoute) 
   std::string list;
   for (const std::string& op : std::set<std::string>(counts.missing.begin(), counts.missing.end())) list += op + " ";
   EXPECT_EQ(list, "") << c.name << ": no device kernel for these ops";
-  std::cout << c.name << ": " << counts.generated << " generated groups (" << counts.compiled
+  if (precision != "fp32" && c.has_generated) {
+    EXPECT_GT(counts.half_kernels, 0) << "no generated kernel reads or writes " << precision;
+  }
+  std::cout << c.name << " " << precision << ": " << counts.half_kernels << " half kernels, " << counts.generated << " generated groups (" << counts.compiled
             << " distinct kernels compiled), " << counts.library << " library groups, " << counts.nodes
             << " lone nodes\n";
 #endif
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, CudaCodegenZoo, ::testing::ValuesIn(test_common::zoo_models()),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Zoo, CudaCodegenZoo, ::testing::ValuesIn(zoo_cases()), [](const auto& info) {
+  return std::string(info.param.model.name) + "_" + info.param.precision;
+});
 
 }  // namespace
 }  // namespace kiln
