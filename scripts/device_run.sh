@@ -9,6 +9,9 @@
 #                                         compute-sanitizer's memcheck over the tests; results under $OUT.
 #                                         KILN_DEVICE_TORCH=fp32 also times PyTorch (scripts/torch_peer.py:
 #                                         eager, torch.compile default and reduce-overhead) in the same call.
+#                                         KILN_DEVICE_PRECISIONS="bf16 fp16" (default bf16) also runs each
+#                                         model with --precision P on the GPU (graphs), compared with
+#                                         `kiln compare --low-precision` against the CPU's fp32 outputs.
 # The GPU machine (Ubuntu 24.04, driver 580, CUDA 13) runs binaries built here on Debian 12 when the
 # libraries travel with them; its python3 has numpy, which scripts/make_zoo_weights.py needs.
 set -euo pipefail
@@ -60,20 +63,27 @@ run() {
     [ -f "$dir/$m.onnx" ] || python3 scripts/make_zoo_weights.py "$m" "$dir" > /dev/null
     # cuda-launches first (a cold kernel cache: it compiles), then cuda (a second process on a warm
     # cache, replaying one CUDA graph per run), then the CPU.
-    for side in cuda-launches cuda cpu; do
-      local graphs=1 device=$side
+    local precisions=${KILN_DEVICE_PRECISIONS-bf16} sides="cuda-launches cuda cpu"
+    for p in $precisions; do sides="$sides cuda-$p"; done
+    for side in $sides; do
+      local graphs=1 device=$side precision=fp32
       [ $side = cuda-launches ] && graphs=0 device=cuda
-      KILN_CUDA_GRAPHS=$graphs "$BIN/kiln" run "$dir/$m.onnx" --device $device $dims --seed 1 \
+      case $side in cuda-bf16|cuda-fp16) device=cuda precision=${side#cuda-} ;; esac
+      KILN_CUDA_GRAPHS=$graphs "$BIN/kiln" run "$dir/$m.onnx" --device $device --precision $precision $dims --seed 1 \
         --output-dir "$out/$m/$side" --warmup 5 --iters 50 > "$out/$m/$side.txt" 2>&1 \
         || echo "$m $side: FAILED: $(tail -2 "$out/$m/$side.txt")"
     done
     "$BIN/kiln" run "$dir/$m.onnx" --mode reference $dims --seed 1 --output-dir "$out/$m/reference" > /dev/null 2>&1 || true
     echo "== $m"
-    for side in cuda-launches cuda cpu; do
+    for side in $sides; do
       echo "  $side: $(grep -ho "prepared in .*" "$out/$m/$side.txt"); $(grep -h "latency" "$out/$m/$side.txt")"
     done
     for side in cuda-launches cuda; do
       "$BIN/kiln" compare "$out/$m/$side" "$out/$m/cpu" "$out/$m/reference" 2>&1 | tail -2 | sed "s/^/  $side vs cpu: /" || true
+    done
+    for p in $precisions; do
+      "$BIN/kiln" compare --low-precision "$out/$m/cuda-$p" "$out/$m/cpu" "$out/$m/reference" 2>&1 | tail -2 \
+        | sed "s/^/  cuda-$p vs cpu fp32: /" || true
     done
   done
   if [ -n "${KILN_DEVICE_TORCH:-}" ]; then  # the PyTorch peer, in this same call (GPU numbers count only so)

@@ -88,4 +88,41 @@ AccuracyResult accuracy_rule(const Tensor& result, const Tensor& reference, cons
   return a;
 }
 
+LowPrecisionResult low_precision_rule(const Tensor& result, const Tensor& reference, double min_cosine,
+                                      double max_rel_l2) {
+  LowPrecisionResult r;
+  if (!same_shape(result, reference)) {
+    r.detail = fmt::format("shapes differ: {} vs {}", result.shape_string(), reference.shape_string());
+    return r;
+  }
+  if (!is_float(result.dtype()) || !is_float(reference.dtype())) {
+    CloseResult exact = all_close(result, reference, 0, 0);
+    r.pass = exact.ok;
+    r.cosine = r.pass ? 1 : 0;
+    r.detail = exact.ok ? "equal" : exact.reason;
+    return r;
+  }
+  double dot = 0, rr = 0, ee = 0, diff = 0;
+  for (int64_t i = 0; i < result.numel(); ++i) {
+    const double x = result.as_double(i), y = reference.as_double(i);
+    if (!std::isfinite(x) || !std::isfinite(y)) {
+      if (std::isnan(x) != std::isnan(y) || (!std::isnan(x) && x != y)) {
+        r.detail = fmt::format("non-finite values differ at element {}: {} vs {}", i, x, y);
+        return r;
+      }
+      continue;
+    }
+    dot += x * y;
+    rr += x * x;
+    ee += y * y;
+    diff += (x - y) * (x - y);
+  }
+  r.cosine = rr > 0 && ee > 0 ? dot / std::sqrt(rr * ee) : (rr == ee ? 1.0 : 0.0);
+  r.rel_l2 = ee > 0 ? std::sqrt(diff / ee) : std::sqrt(diff);
+  r.pass = r.cosine >= min_cosine && r.rel_l2 <= max_rel_l2;
+  r.detail = fmt::format("cosine {:.6f} (min {}), relative L2 {:.3g} (max {:.3g})", r.cosine, min_cosine, r.rel_l2,
+                         max_rel_l2);
+  return r;
+}
+
 }  // namespace kiln

@@ -32,4 +32,16 @@ struct AccuracyResult {
 AccuracyResult accuracy_rule(const Tensor& result, const Tensor& reference, const Tensor& fp64_oracle,
                              double tol = 1e-4, double multiplier = 2.0);
 
+struct LowPrecisionResult {
+  bool pass = false;
+  double cosine = 0;  // of result and reference over the finite pairs
+  double rel_l2 = 0;  // ||result - reference|| / ||reference|| over the finite pairs
+  std::string detail;
+};
+
+// The rule for a model run in bf16 / fp16 against its fp32 outputs: cosine similarity >= min_cosine and
+// relative L2 <= max_rel_l2, NaN and infinities in the same places (integers and bools: equal).
+LowPrecisionResult low_precision_rule(const Tensor& result, const Tensor& reference, double min_cosine = 0.999,
+                                      double max_rel_l2 = 2e-2);
+
 }  // namespace kiln

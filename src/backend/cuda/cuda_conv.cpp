@@ -26,10 +26,14 @@ std::vector<int64_t> ints_or(const Node& n, const char* name, std::vector<int64_
   return v.empty() ? def : v;
 }
 
+bool conv_dtype(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+
 // A constant per output channel (shape [OC], [OC,1,1] or [1,OC,1,1]) as OC floats.
 std::vector<float> per_channel(const Tensor& c, int64_t oc, const std::string& what) {
-  if (c.dtype() != DType::f32 || c.numel() != oc) user_error("{}: bias of shape {} for {} channels", what, c.shape_string(), oc);
-  return std::vector<float>(c.data<float>(), c.data<float>() + oc);
+  if (!conv_dtype(c.dtype()) || c.numel() != oc) user_error("{}: bias of shape {} for {} channels", what, c.shape_string(), oc);
+  std::vector<float> v(static_cast<size_t>(oc));
+  for (int64_t i = 0; i < oc; ++i) v[size_t(i)] = static_cast<float>(c.as_double(i));
+  return v;
 }
 
 class ConvKernel final : public Kernel {
@@ -38,6 +42,7 @@ class ConvKernel final : public Kernel {
              const Options& options, ModuleCache& modules)
       : runtime_(runtime), what_(g.describe(conv)), allow_tf32_(options.allow_tf32), plans_(runtime) {
     const Tensor& w = *g.value(conv.inputs[1]).constant;
+    dtype_ = w.dtype();
     oc_ = w.dim(0);
     c_ = w.dim(1);
     kernel_ = {w.dim(2), w.dim(3)};
@@ -59,9 +64,10 @@ class ConvKernel final : public Kernel {
     const TensorType& out = g.value(group ? group->output : conv.outputs[0]).type;
     loops::ScalarExpr expr = group ? schedule::epilogue_expr(g, *group) : loops::load(0, loops::Expr(0), DType::f32);
     if (schedule::is_identity(expr) && !has_bias) return;  // the product is the output
-    // Epilogue inputs: the product, the bias (per channel), the residual.
+    // Epilogue inputs: the product, the bias (per channel, f32), the residual. The arithmetic is f32
+    // (gemm_tail.h): half operands are widened and the result narrowed.
     loops::PointwiseKernel k;
-    loops::TensorDesc desc{DType::f32, {}};
+    loops::TensorDesc desc{dtype_, {}};
     for (const Dim& d : out.shape) desc.sizes.push_back(loops::from_dim(d));
     k.inputs.push_back(desc);
     const int bias_slot = has_bias ? static_cast<int>(k.inputs.size()) : -1;
@@ -69,39 +75,41 @@ class ConvKernel final : public Kernel {
     const int residual_slot = residual_input_ >= 0 ? static_cast<int>(k.inputs.size()) : -1;
     if (residual_slot >= 0) k.inputs.push_back(desc);
     k.output = desc;
+    auto widened = [&k](int slot) { return loops::cast(DType::f32, loops::load_broadcast(k, slot)); };
     k.body = replace_loads(expr, [&](int i) {
-      if (i == 0)
-        return bias_slot < 0 ? loops::load_broadcast(k, 0)
-                             : loops::add(loops::load_broadcast(k, 0), loops::load_broadcast(k, bias_slot));
+      if (i == 0) return bias_slot < 0 ? widened(0) : loops::add(widened(0), loops::load_broadcast(k, bias_slot));
       KILN_INTERNAL_CHECK(i == 1 && residual_slot >= 0, "{}: epilogue load {}", what_, i);
-      return loops::load_broadcast(k, residual_slot);
+      return widened(residual_slot);
     });
+    if (dtype_ != DType::f32) k.body = loops::cast(dtype_, k.body);
     epilogue_.emplace(std::move(k), "conv_ep", modules);
   }
 
   std::vector<Tensor> launch(const LaunchArgs& args) const override {
     const Tensor& x = *args.inputs.at(0);
     const Tensor& w = *args.inputs.at(1);
-    if (x.dtype() != DType::f32 || x.rank() != 4 || x.dim(1) != c_)
-      user_error("{}: input {} {} for {} input channels (f32 NCHW)", what_, dtype_name(x.dtype()), x.shape_string(), c_);
+    if (x.dtype() != dtype_ || x.rank() != 4 || x.dim(1) != c_)
+      user_error("{}: input {} {} for {} input channels ({} NCHW)", what_, dtype_name(x.dtype()), x.shape_string(), c_,
+                 dtype_name(dtype_));
     const Im2colShape shape = make_im2col_shape(x.dim(0), c_, x.dim(2), x.dim(3), std::span<const int64_t, 2>(kernel_),
                                                 std::span<const int64_t, 2>(strides_.data(), 2),
                                                 std::span<const int64_t, 4>(pads_.data(), 4),
-                                                std::span<const int64_t, 2>(dilations_.data(), 2), DType::f32);
+                                                std::span<const int64_t, 2>(dilations_.data(), 2), dtype_);
     const std::vector<int64_t> out_dims{x.dim(0), oc_, shape.out_h, shape.out_w};
     const Tensor* residual = residual_input_ >= 0 ? args.inputs.at(size_t(residual_input_)) : nullptr;
     if (residual && residual->shape() != out_dims)
       user_error("{}: residual of shape {} for an output of [{}]", what_, residual->shape_string(), fmt::join(out_dims, ","));
-    Tensor out = output_buffer(runtime_, args, 0, DType::f32, out_dims, what_);
+    Tensor out = output_buffer(runtime_, args, 0, dtype_, out_dims, what_);
     if (out.numel() == 0) return {out};
     const int64_t rows = c_ * kernel_[0] * kernel_[1], pixels = shape.out_h * shape.out_w;
     // A 1x1 stride-1 unpadded convolution is a product with x as it is.
     const bool direct = kernel_[0] == 1 && kernel_[1] == 1 && strides_[0] == 1 && strides_[1] == 1 &&
                         pads_[0] == 0 && pads_[1] == 0 && pads_[2] == 0 && pads_[3] == 0;
-    Tensor columns = direct ? x : runtime_.empty(DType::f32, {x.dim(0), rows, pixels});
+    Tensor columns = direct ? x : runtime_.empty(dtype_, {x.dim(0), rows, pixels});
     if (!direct) runtime_.device_ops().im2col(runtime_.cuda_stream(), device_ptr(x), device_ptr(columns), shape);
 
     GemmProblem p;
+    p.dtype = dtype_;
     p.batch = x.dim(0);
     p.m = oc_;
     p.k = rows;
@@ -110,7 +118,7 @@ class ConvKernel final : public Kernel {
     p.batch_stride_b = rows * pixels;
     p.allow_tf32 = allow_tf32_;
     p.pointer_alignment = 64;
-    Tensor product = epilogue_ ? runtime_.empty(DType::f32, out_dims) : out;
+    Tensor product = epilogue_ ? runtime_.empty(dtype_, out_dims) : out;
     plans_.run(p, device_ptr(w), device_ptr(columns), 0, 0, device_ptr(product));
     if (epilogue_) {
       std::vector<CUdeviceptr> inputs{device_ptr(product)};
@@ -125,6 +133,7 @@ class ConvKernel final : public Kernel {
   const CudaRuntime& runtime_;
   std::string what_;
   bool allow_tf32_ = false;
+  DType dtype_ = DType::f32;  // of x, W, the columns, the product and the output
   int64_t oc_ = 0, c_ = 0;
   std::array<int64_t, 2> kernel_{};
   std::vector<int64_t> strides_, dilations_, pads_;
@@ -139,7 +148,7 @@ class ConvKernel final : public Kernel {
 bool has_conv_route(const Graph& g, const Node& conv, const LibraryGroup* group) {
   if (conv.op != OpKind::Conv || conv.inputs.size() < 2) return false;
   const auto& w = g.value(conv.inputs[1]).constant;
-  if (!w || w->rank() != 4 || w->dtype() != DType::f32) return false;
+  if (!w || w->rank() != 4 || !conv_dtype(w->dtype())) return false;
   if (conv.has_input(2) && !g.value(conv.inputs[2]).constant) return false;
   if (conv.attr_int("group", 1) != 1) return false;
   const std::string pad = conv.attr_string("auto_pad", "NOTSET");

@@ -12,6 +12,7 @@
 #include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "codegen/cuda/emit_pointwise_cuda.h"
+#include "ops/node_runner.h"
 #include "schedule/gemm_tail.h"
 #include "support/checked_math.h"
 #include "support/error.h"
@@ -22,12 +23,15 @@ namespace {
 using schedule::LibraryCore;
 using schedule::LibraryGroup;
 
+bool matmul_dtype(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+
 // A constant as one f32 per output column (shapes [N], [1, N], or a scalar broadcast).
 std::vector<float> per_column(const Tensor& c, int64_t n, const std::string& what) {
   std::vector<float> v(static_cast<size_t>(n));
-  if (c.dtype() != DType::f32) user_error("{}: a {} bias, expected f32", what, dtype_name(c.dtype()));
-  if (c.numel() == 1) std::fill(v.begin(), v.end(), c.data<float>()[0]);
-  else if (c.numel() == n && (c.rank() == 0 || c.dim(-1) == n)) std::copy_n(c.data<float>(), n, v.begin());
+  if (!matmul_dtype(c.dtype())) user_error("{}: a {} bias, expected f32, bf16 or f16", what, dtype_name(c.dtype()));
+  if (c.numel() == 1) std::fill(v.begin(), v.end(), static_cast<float>(c.as_double(0)));
+  else if (c.numel() == n && (c.rank() == 0 || c.dim(-1) == n))
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = static_cast<float>(c.as_double(i));
   else user_error("{}: bias of shape {} for {} output columns", what, c.shape_string(), n);
   return v;
 }
@@ -39,7 +43,7 @@ class MatmulKernel final : public Kernel {
                const Options& options, ModuleCache* modules)
       : runtime_(runtime), what_(g.describe(core)), allow_tf32_(options.allow_tf32), plans_(runtime) {
     const TensorType& out = g.value(group ? group->output : core.outputs[0]).type;
-    output_ = out;
+    dtype_ = out.dtype;
     if (!group) return;
     core_ = group->core;
     alpha_ = group->scale;
@@ -61,7 +65,8 @@ class MatmulKernel final : public Kernel {
       if (bias.empty()) bias = b;
       else for (size_t i = 0; i < b.size(); ++i) bias[i] += b[i];
     }
-    if (!bias.empty()) bias_ = runtime.upload(Tensor::from_vector<float>(DType::f32, {n}, bias));
+    // In the output's dtype, as cuBLASLt adds it (bf16 / f16: one rounding of the f32 sum).
+    if (!bias.empty()) bias_ = runtime.upload(convert_tensor(Tensor::from_vector<float>(DType::f32, {n}, bias), dtype_));
 
     const loops::ScalarExpr expr = schedule::epilogue_expr(g, *group);
     const bool residual_only = group->residual >= 0 && group->act == schedule::LibraryActivation::none &&
@@ -71,32 +76,34 @@ class MatmulKernel final : public Kernel {
       return;
     }
     KILN_INTERNAL_CHECK(group->tail.empty(), "{}: a GEMM tail on the CUDA backend, which tunes no GEMM", what_);
+    // The epilogue is f32 arithmetic (gemm_tail.h); half operands are widened and the result narrowed.
     loops::PointwiseKernel k;
-    loops::TensorDesc desc{DType::f32, {}};
+    loops::TensorDesc desc{dtype_, {}};
     for (const Dim& d : out.shape) desc.sizes.push_back(loops::from_dim(d));
     k.inputs.push_back(desc);
     if (group->residual >= 0) k.inputs.push_back(desc);
     k.output = desc;
-    k.body = replace_loads(expr, [&k](int i) { return loops::load_broadcast(k, i); });
+    k.body = replace_loads(expr, [&k](int i) { return loops::cast(DType::f32, loops::load_broadcast(k, i)); });
+    if (dtype_ != DType::f32) k.body = loops::cast(dtype_, k.body);
     epilogue_.emplace(std::move(k), "ep", *modules);
   }
 
   std::vector<Tensor> launch(const LaunchArgs& args) const override {
     const Tensor& a = *args.inputs.at(0);
     const Tensor& b = *args.inputs.at(1);
-    if (a.dtype() != DType::f32 || b.dtype() != DType::f32)
-      user_error("{}: operands {} and {}; the CUDA backend multiplies f32", what_, dtype_name(a.dtype()),
-                 dtype_name(b.dtype()));
+    if (a.dtype() != dtype_ || b.dtype() != dtype_)
+      user_error("{}: operands {} and {} for a {} product", what_, dtype_name(a.dtype()), dtype_name(b.dtype()),
+                 dtype_name(dtype_));
     std::vector<int64_t> out_dims;
     GemmProblem p = problem(a, b, out_dims);
     const Tensor* residual = residual_input_ >= 0 ? args.inputs.at(size_t(residual_input_)) : nullptr;
     if (residual && residual->shape() != out_dims)
       user_error("{}: residual of shape {} for an output of [{}]", what_, residual->shape_string(),
                  fmt::join(out_dims, ","));
-    Tensor out = output_buffer(runtime_, args, 0, DType::f32, out_dims, what_);
+    Tensor out = output_buffer(runtime_, args, 0, dtype_, out_dims, what_);
     if (out.numel() == 0) return {out};
     // The product goes straight to the output, or to a scratch buffer the epilogue kernel reads.
-    Tensor product = epilogue_ ? runtime_.empty(DType::f32, out_dims) : out;
+    Tensor product = epilogue_ ? runtime_.empty(dtype_, out_dims) : out;
     p.residual = lt_residual_;
     if (p.residual && p.batch > 1) p.batch_stride_residual = p.m * p.n;
     p.epilogue = bias_.raw() ? GemmEpilogue::bias : GemmEpilogue::none;
@@ -115,6 +122,7 @@ class MatmulKernel final : public Kernel {
   // The row-major problem for these operands; `out_dims` gets the output's shape.
   GemmProblem problem(const Tensor& a, const Tensor& b, std::vector<int64_t>& out_dims) const {
     GemmProblem p;
+    p.dtype = dtype_;
     p.alpha = alpha_;
     p.allow_tf32 = allow_tf32_;
     p.pointer_alignment = 64;  // the arena's slots (the pool's own allocations are 256-byte aligned)
@@ -160,7 +168,7 @@ class MatmulKernel final : public Kernel {
   const CudaRuntime& runtime_;
   std::string what_;
   bool allow_tf32_ = false;
-  TensorType output_;
+  DType dtype_ = DType::f32;  // of A, B, the output and the bias (bf16 / f16 accumulate in f32)
   LibraryCore core_ = LibraryCore::batched_matmul;  // a bare MatMul node
   bool trans_a_ = false, trans_b_ = false;
   float alpha_ = 1.f;
@@ -174,7 +182,7 @@ class MatmulKernel final : public Kernel {
 }  // namespace
 
 bool has_library_route(const Graph& g, const LibraryGroup& group) {
-  if (g.value(group.output).type.dtype != DType::f32) return false;
+  if (!matmul_dtype(g.value(group.output).type.dtype)) return false;
   if (group.core == LibraryCore::conv) return has_conv_route(g, g.nodes[size_t(group.core_node)], &group);
   // No library softmax on the device yet.
   return group.core == LibraryCore::matmul || group.core == LibraryCore::gemm ||
