@@ -53,22 +53,40 @@ template <class T, class F> KILN_DEV T kiln_float_to_int(F x) {
 KILN_DEV float kiln_sigmoid(float x) { const float e = expf(-fabsf(x)); return (x < 0.0f ? e : 1.0f) / (1.0f + e); }
 KILN_DEV double kiln_sigmoid(double x) { const double e = exp(-fabs(x)); return (x < 0.0 ? e : 1.0) / (1.0 + e); }
 // f16 / bf16 words: widened exactly, narrowed round-to-nearest-even (NaN stays a quiet NaN, overflow
-// gives infinity), in integer arithmetic (the same text runs in the host emulation of the tests).
+// gives infinity): one PTX cvt on the device, integer arithmetic elsewhere (the host emulation of the
+// tests, which checks it against kiln's host conversions; the GPU tests check the cvt path).
 KILN_DEV float kiln_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
 KILN_DEV unsigned short kiln_f32_to_bf16(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned short r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+#else
   unsigned x = __float_as_uint(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
   x += 0x7fffu + ((x >> 16) & 1u);
   return (unsigned short)(x >> 16);
+#endif
 }
 KILN_DEV float kiln_f16_to_f32(unsigned short h) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
+  return r;
+#else
   const unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (m << 13));  // infinity, NaN
   if (e != 0) return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
   const float sub = (float)m * 5.9604644775390625e-8f;  // m * 2^-24: exact
   return sign ? -sub : sub;
+#endif
 }
 KILN_DEV unsigned short kiln_f32_to_f16(float f) {
+#if defined(__CUDA_ARCH__)
+  unsigned short r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+#else
   const unsigned x = __float_as_uint(f), a = x & 0x7fffffffu;
   const unsigned short sign = (unsigned short)((x >> 16) & 0x8000u);
   if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
@@ -80,6 +98,7 @@ KILN_DEV unsigned short kiln_f32_to_f16(float f) {
   }
   // Subnormal or zero: |f| * 2^24 (exact) rounded to an integer, to nearest even.
   return (unsigned short)(sign | (unsigned)rintf(__uint_as_float(a) * 16777216.0f));
+#endif
 }
 KILN_DEV float kiln_round_bf16(float x) { return kiln_bf16_to_f32(kiln_f32_to_bf16(x)); }
 KILN_DEV float kiln_round_f16(float x) { return kiln_f16_to_f32(kiln_f32_to_f16(x)); }
