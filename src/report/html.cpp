@@ -137,29 +137,59 @@ std::string profile_html(const json& report) {
   std::string h = html_head("kiln profile: " + model);
   const json& t = report.at("op_table");
   h += fmt::format("<h1>kiln profile: {}</h1>\n", escape_html(model));
-  h += fmt::format("<p class=\"meta\">{} &middot; {} threads &middot; {} runs per mode &middot; end to end: eager "
-                   "{:.3f} ms, compiled {:.3f} ms per run</p>\n",
-                   escape_html(report.value("date", std::string())), report.value("threads", 0),
-                   report.value("iters", 0), t.value("eager_e2e_ms", 0.0), t.value("compiled_e2e_ms", 0.0));
+  // A device profile has no eager side; its kernel times are stream launches, beside the graph's replay.
+  const std::string device = report.value("device", std::string("cpu"));
+  const bool on_device = device != "cpu";
+  if (on_device)
+    h += fmt::format("<p class=\"meta\">{} &middot; device {} &middot; {} profiled runs &middot; end to end: stream "
+                     "launches {:.3f} ms, graph replay {:.3f} ms per run (median, measured in the same command)</p>\n"
+                     "<p class=\"meta\">Kernel times are stream launches: device time between events recorded "
+                     "around each step's launch, in runs that launch every kernel (a profiled run does not replay "
+                     "the CUDA graph).</p>\n",
+                     escape_html(report.value("date", std::string())), escape_html(device), report.value("iters", 0),
+                     report.value("launch_e2e_ms", 0.0), report.value("replay_e2e_ms", 0.0));
+  else
+    h += fmt::format("<p class=\"meta\">{} &middot; {} threads &middot; {} runs per mode &middot; end to end: eager "
+                     "{:.3f} ms, compiled {:.3f} ms per run</p>\n",
+                     escape_html(report.value("date", std::string())), report.value("threads", 0),
+                     report.value("iters", 0), t.value("eager_e2e_ms", 0.0), t.value("compiled_e2e_ms", 0.0));
   h += fmt::format("<h2>Top kernels ({})</h2>\n", escape_html(report.value("mode", std::string())));
   h += kernel_chart(report.at("kernels"));
 
   h += "<h2>Time by source op type (ms per run)</h2>\n";
-  h += fmt::format("<p class=\"meta\">{}. Table totals: eager {:.3f} ms ({:.1f}% of end to end), compiled "
-                   "{:.3f} ms ({:.1f}%).</p>\n",
-                   escape_html(t.value("rule", std::string())), t.value("eager_table_ms", 0.0),
-                   100.0 * t.value("eager_coverage", 0.0), t.value("compiled_table_ms", 0.0),
-                   100.0 * t.value("compiled_coverage", 0.0));
+  if (on_device)
+    h += fmt::format("<p class=\"meta\">{}. Table total: {:.3f} ms ({:.1f}% of the stream launches' end to "
+                     "end).</p>\n",
+                     escape_html(t.value("rule", std::string())), t.value("compiled_table_ms", 0.0),
+                     100.0 * t.value("compiled_coverage", 0.0));
+  else
+    h += fmt::format("<p class=\"meta\">{}. Table totals: eager {:.3f} ms ({:.1f}% of end to end), compiled "
+                     "{:.3f} ms ({:.1f}%).</p>\n",
+                     escape_html(t.value("rule", std::string())), t.value("eager_table_ms", 0.0),
+                     100.0 * t.value("eager_coverage", 0.0), t.value("compiled_table_ms", 0.0),
+                     100.0 * t.value("compiled_coverage", 0.0));
   std::vector<BarGroup> groups;
   for (const json& row : t.at("rows")) {
-    if (groups.size() < 15)
-      groups.push_back({row.value("op", std::string()),
-                        {{row.value("eager_ms", 0.0), kEagerColor,
-                          fmt::format("{:.3f}", row.value("eager_ms", 0.0)), "eager"},
-                         {row.value("compiled_ms", 0.0), kCompiledColor,
-                          fmt::format("{:.3f}", row.value("compiled_ms", 0.0)), "compiled"}}});
+    if (groups.size() >= 15) continue;
+    BarGroup g{row.value("op", std::string()), {}};
+    if (!on_device)
+      g.bars.push_back({row.value("eager_ms", 0.0), kEagerColor, fmt::format("{:.3f}", row.value("eager_ms", 0.0)),
+                        "eager"});
+    g.bars.push_back({row.value("compiled_ms", 0.0), kCompiledColor,
+                      fmt::format("{:.3f}", row.value("compiled_ms", 0.0)), "compiled"});
+    groups.push_back(std::move(g));
   }
-  h += bar_chart(groups, {{kEagerColor, "eager"}, {kCompiledColor, "compiled"}}, 0, "", "ms per run");
+  std::vector<Legend> legend = {{kCompiledColor, on_device ? "compiled on " + device : "compiled"}};
+  if (!on_device) legend.insert(legend.begin(), {kEagerColor, "eager"});
+  h += bar_chart(groups, legend, 0, "", "ms per run");
+  if (on_device) {
+    h += "<table>\n<tr><th class=\"l\">op</th><th>nodes</th><th>ms</th></tr>\n";
+    for (const json& row : t.at("rows"))
+      h += fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td>{:.3f}</td></tr>\n",
+                       escape_html(row.value("op", std::string())), row.value("compiled_nodes", 0),
+                       row.value("compiled_ms", 0.0));
+    return h + "</table>\n</body>\n</html>\n";
+  }
   h += "<table>\n<tr><th class=\"l\">op</th><th>eager nodes</th><th>eager ms</th><th>compiled nodes</th>"
        "<th>compiled ms</th><th>compiled / eager</th></tr>\n";
   for (const json& row : t.at("rows")) {
