@@ -66,21 +66,10 @@ std::string kernel_chart(const json& kernels) {
   return bar_chart(groups, {}, 0, "", "ms per run");
 }
 
-}  // namespace
-
-std::string bench_html(const json& report) {
-  std::string h = html_head("kiln bench");
+// The CPU's latency table and speedup chart: kiln eager, kiln compiled and ONNX Runtime.
+std::string cpu_bench_section(const json& report) {
   const json& records = report.at("records");
-  h += "<h1>kiln bench</h1>\n";
-  h += fmt::format("<p class=\"meta\">{} &middot; {} threads &middot; {} timed runs per side after {} warm-up "
-                   "&middot; peer: {} &middot; kiln {}</p>\n",
-                   escape_html(report.value("date", std::string())), report.value("threads", 0),
-                   report.value("iters", 0), report.value("warmup", 0),
-                   escape_html(report.value("peer", json()).is_string() ? report["peer"].get<std::string>() : "none"),
-                   escape_html(report.value("kiln_version", std::string())));
-  if (report.contains("command"))
-    h += fmt::format("<p class=\"meta\">command: <code>{}</code></p>\n", escape_html(report["command"].get<std::string>()));
-
+  std::string h;
   h += "<h2>Latency (median, p10&ndash;p90, ms)</h2>\n<table>\n<tr><th class=\"l\">model</th><th class=\"l\">sizes</th>"
        "<th>kiln eager</th><th>kiln compiled</th><th>ONNX Runtime</th><th>compiled vs eager</th>"
        "<th>compiled vs ORT</th><th>compile cold s</th><th>compile warm s</th><th>kernels / ops</th>"
@@ -116,8 +105,30 @@ std::string bench_html(const json& report) {
   std::vector<Legend> legend = {{kEagerColor, "compiled vs kiln eager"}};
   if (report.value("peer", json()).is_string()) legend.push_back({kOrtColor, "compiled vs ONNX Runtime"});
   h += "<h2>Speedup of kiln compiled</h2>\n" + bar_chart(speed, legend, 1.0, "parity", "speedup (x)");
+  return h;
+}
 
-  h += "<h2>Top kernels (compiled, mean ms per run)</h2>\n";
+}  // namespace
+
+std::string bench_html(const json& report) {
+  std::string h = html_head("kiln bench");
+  const json& records = report.at("records");
+  h += "<h1>kiln bench</h1>\n";
+  h += fmt::format("<p class=\"meta\">{} &middot; {} threads &middot; {} timed runs per side after {} warm-up "
+                   "&middot; peer: {} &middot; kiln {}</p>\n",
+                   escape_html(report.value("date", std::string())), report.value("threads", 0),
+                   report.value("iters", 0), report.value("warmup", 0),
+                   escape_html(report.value("peer", json()).is_string() ? report["peer"].get<std::string>() : "none"),
+                   escape_html(report.value("kiln_version", std::string())));
+  if (report.contains("command"))
+    h += fmt::format("<p class=\"meta\">command: <code>{}</code></p>\n", escape_html(report["command"].get<std::string>()));
+
+  const bool on_device = report.value("device", std::string("cpu")) != "cpu";
+  if (on_device) h += device_bench_section(report);
+  else h += cpu_bench_section(report);
+
+  h += on_device ? "<h2>Top kernels (compiled, stream launches timed with device events, mean ms per run)</h2>\n"
+                 : "<h2>Top kernels (compiled, mean ms per run)</h2>\n";
   for (const json& r : records) {
     if (!r.contains("top_kernels") || r["top_kernels"].empty()) continue;
     h += fmt::format("<h3>{}</h3>\n", escape_html(r.value("model", std::string()))) + kernel_chart(r["top_kernels"]);
