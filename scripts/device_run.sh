@@ -9,6 +9,9 @@
 #                                         compute-sanitizer's memcheck over the tests; results under $OUT.
 #                                         KILN_DEVICE_TORCH=fp32 also times PyTorch (scripts/torch_peer.py:
 #                                         eager, torch.compile default and reduce-overhead) in the same call.
+#                                         KILN_DEVICE_PROFILE=1 (off by default) also runs `kiln profile
+#                                         --device cuda` on each model: text, JSON, trace and HTML under
+#                                         $OUT/MODEL/profile.*.
 # The GPU machine (Ubuntu 24.04, driver 580, CUDA 13) runs binaries built here on Debian 12 when the
 # libraries travel with them; its python3 has numpy, which scripts/make_zoo_weights.py needs.
 set -euo pipefail
@@ -19,15 +22,15 @@ BIN=/tmp/kiln-device-bin  # where the bundle is unpacked (both sides)
 pack() {
   local build=${1:-build}
   rm -rf "$BIN" .dev && mkdir -p "$BIN/lib" .dev
-  cp "$build/kiln" "$build/tests/test_cuda" "$build/tests/test_cuda_session" "$BIN/"
-  # Every library the two binaries resolve, but the C and C++ runtimes and the loader.
-  for lib in $( (ldd "$build/kiln"; ldd "$build/tests/test_cuda"; ldd "$build/tests/test_cuda_session") | awk '$3 ~ /^\// {print $3}' | sort -u); do
+  cp "$build/kiln" "$build/tests/test_cuda" "$build/tests/test_cuda_session" "$build/tests/test_bench" "$BIN/"
+  # Every library the binaries resolve, but the C and C++ runtimes and the loader.
+  for lib in $( (ldd "$build/kiln"; ldd "$build/tests/test_cuda"; ldd "$build/tests/test_cuda_session"; ldd "$build/tests/test_bench") | awk '$3 ~ /^\// {print $3}' | sort -u); do
     case "$(basename "$lib")" in
       libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|ld-linux*|libpthread.so*|libdl.so*|librt.so*) ;;
       *) cp -L "$lib" "$BIN/lib/" ;;
     esac
   done
-  strip --strip-unneeded "$BIN/kiln" "$BIN/test_cuda" "$BIN/test_cuda_session" 2>/dev/null || true
+  strip --strip-unneeded "$BIN/kiln" "$BIN/test_cuda" "$BIN/test_cuda_session" "$BIN/test_bench" 2>/dev/null || true
   # The device tool carries at most 64 MiB: xz brings the ~90 MB down to about a fifth.
   tar -C "$BIN" -cf - . | xz -T0 -6 > .dev/bundle.tar.xz
   du -sh .dev/bundle.tar.xz
@@ -46,6 +49,11 @@ run() {
     (cd /tmp && "$BIN/test_cuda_session" --gtest_brief=1) > "$out/test_cuda_session.txt" 2>&1 \
       && echo "test_cuda_session: passed" || echo "test_cuda_session: FAILED (rc $?)"
     grep -E "^\[  FAILED|^\[  PASSED|^\[  SKIPPED \]|Failure|error" "$out/test_cuda_session.txt" | head -20
+    # `kiln profile` / `kiln bench` with --device cuda through the unpacked kiln (run from here: they find
+    # scripts/torch_peer.py in the current folder).
+    KILN_TEST_BINARY=$BIN/kiln "$BIN/test_bench" --gtest_brief=1 --gtest_filter='DeviceCli.*' > "$out/test_bench_device.txt" 2>&1 \
+      && echo "test_bench DeviceCli: passed" || echo "test_bench DeviceCli: FAILED (rc $?)"
+    grep -E "^\[  FAILED|^\[  PASSED|^\[  SKIPPED \]|Failure" "$out/test_bench_device.txt" | head -20
   fi
   local models=${*:-bert distilbert gpt2 vit trocr_small resnet18}
   for m in $models; do
@@ -75,6 +83,12 @@ run() {
     for side in cuda-launches cuda; do
       "$BIN/kiln" compare "$out/$m/$side" "$out/$m/cpu" "$out/$m/reference" 2>&1 | tail -2 | sed "s/^/  $side vs cpu: /" || true
     done
+    if [ "${KILN_DEVICE_PROFILE:-0}" = 1 ]; then  # device time per kernel (stream launches) beside the graph replay
+      "$BIN/kiln" profile "$dir/$m.onnx" --device cuda $dims --seed 1 --warmup 5 --iters 20 \
+        --json "$out/$m/profile.json" --trace "$out/$m/profile_trace.json" --html "$out/$m/profile.html" \
+        > "$out/$m/profile.txt" 2>&1 || echo "$m profile: FAILED: $(tail -2 "$out/$m/profile.txt")"
+      grep -h "end to end on\|coverage" "$out/$m/profile.txt" | sed "s/^ */  profile: /" || true
+    fi
   done
   if [ -n "${KILN_DEVICE_TORCH:-}" ]; then  # the PyTorch peer, in this same call (GPU numbers count only so)
     timeout "${KILN_DEVICE_TORCH_S:-300}" python3 scripts/torch_peer.py --models "$(echo $models | tr ' ' ,)" \
