@@ -12,6 +12,9 @@
 #                                         KILN_DEVICE_PRECISIONS="bf16 fp16" (default bf16) also runs each
 #                                         model with --precision P on the GPU (graphs), compared with
 #                                         `kiln compare --low-precision` against the CPU's fp32 outputs.
+#                                         KILN_DEVICE_PROFILE=1 (off by default) also runs `kiln profile
+#                                         --device cuda` on each model (in KILN_DEVICE_PROFILE_PRECISION,
+#                                         default fp32): text, JSON, trace and HTML under $OUT/MODEL/profile.*.
 # The GPU machine (Ubuntu 24.04, driver 580, CUDA 13) runs binaries built here on Debian 12 when the
 # libraries travel with them; its python3 has numpy, which scripts/make_zoo_weights.py needs.
 set -euo pipefail
@@ -22,15 +25,15 @@ BIN=/tmp/kiln-device-bin  # where the bundle is unpacked (both sides)
 pack() {
   local build=${1:-build}
   rm -rf "$BIN" .dev && mkdir -p "$BIN/lib" .dev
-  cp "$build/kiln" "$build/tests/test_cuda" "$build/tests/test_cuda_session" "$BIN/"
-  # Every library the two binaries resolve, but the C and C++ runtimes and the loader.
-  for lib in $( (ldd "$build/kiln"; ldd "$build/tests/test_cuda"; ldd "$build/tests/test_cuda_session") | awk '$3 ~ /^\// {print $3}' | sort -u); do
+  cp "$build/kiln" "$build/tests/test_cuda" "$build/tests/test_cuda_session" "$build/tests/test_bench" "$BIN/"
+  # Every library the binaries resolve, but the C and C++ runtimes and the loader.
+  for lib in $( (ldd "$build/kiln"; ldd "$build/tests/test_cuda"; ldd "$build/tests/test_cuda_session"; ldd "$build/tests/test_bench") | awk '$3 ~ /^\// {print $3}' | sort -u); do
     case "$(basename "$lib")" in
       libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|ld-linux*|libpthread.so*|libdl.so*|librt.so*) ;;
       *) cp -L "$lib" "$BIN/lib/" ;;
     esac
   done
-  strip --strip-unneeded "$BIN/kiln" "$BIN/test_cuda" "$BIN/test_cuda_session" 2>/dev/null || true
+  strip --strip-unneeded "$BIN/kiln" "$BIN/test_cuda" "$BIN/test_cuda_session" "$BIN/test_bench" 2>/dev/null || true
   # The device tool carries at most 64 MiB: xz brings the ~90 MB down to about a fifth.
   tar -C "$BIN" -cf - . | xz -T0 -6 > .dev/bundle.tar.xz
   du -sh .dev/bundle.tar.xz
@@ -49,6 +52,11 @@ run() {
     (cd /tmp && "$BIN/test_cuda_session" --gtest_brief=1) > "$out/test_cuda_session.txt" 2>&1 \
       && echo "test_cuda_session: passed" || echo "test_cuda_session: FAILED (rc $?)"
     grep -E "^\[  FAILED|^\[  PASSED|^\[  SKIPPED \]|Failure|error" "$out/test_cuda_session.txt" | head -20
+    # `kiln profile` / `kiln bench` with --device cuda through the unpacked kiln (run from here: they find
+    # scripts/torch_peer.py in the current folder).
+    KILN_TEST_BINARY=$BIN/kiln "$BIN/test_bench" --gtest_brief=1 --gtest_filter='DeviceCli.*' > "$out/test_bench_device.txt" 2>&1 \
+      && echo "test_bench DeviceCli: passed" || echo "test_bench DeviceCli: FAILED (rc $?)"
+    grep -E "^\[  FAILED|^\[  PASSED|^\[  SKIPPED \]|Failure" "$out/test_bench_device.txt" | head -20
   fi
   local models=${*:-bert distilbert gpt2 vit trocr_small resnet18}
   for m in $models; do
@@ -85,6 +93,12 @@ run() {
       "$BIN/kiln" compare --low-precision "$out/$m/cuda-$p" "$out/$m/cpu" "$out/$m/reference" 2>&1 | tail -2 \
         | sed "s/^/  cuda-$p vs cpu fp32: /" || true
     done
+    if [ "${KILN_DEVICE_PROFILE:-0}" = 1 ]; then  # device time per kernel (stream launches) beside the graph replay
+      KILN_PRECISION=${KILN_DEVICE_PROFILE_PRECISION:-fp32} "$BIN/kiln" profile "$dir/$m.onnx" --device cuda $dims --seed 1 --warmup 5 --iters 20 \
+        --json "$out/$m/profile.json" --trace "$out/$m/profile_trace.json" --html "$out/$m/profile.html" \
+        > "$out/$m/profile.txt" 2>&1 || echo "$m profile: FAILED: $(tail -2 "$out/$m/profile.txt")"
+      grep -h "end to end on\|coverage" "$out/$m/profile.txt" | sed "s/^ */  profile: /" || true
+    fi
   done
   if [ -n "${KILN_DEVICE_TORCH:-}" ]; then  # the PyTorch peer, in this same call (GPU numbers count only so)
     timeout "${KILN_DEVICE_TORCH_S:-300}" python3 scripts/torch_peer.py --models "$(echo $models | tr ' ' ,)" \

@@ -42,7 +42,7 @@ for k in ("cache_size_limit", "recompile_limit"):
 if hasattr(dyn, "automatic_dynamic_shapes"):
     dyn.automatic_dynamic_shapes = False
 
-DT = {"fp32": torch.float32, "bf16": torch.bfloat16}
+DT = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 EST = {"eager": 15, "default": 30, "reduce-overhead": 30, "max-autotune-no-cudagraphs": 150}  # s, to start
 ZOO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "zoo", "manifest.json")
 os.makedirs(A.out, exist_ok=True)

@@ -1,5 +1,7 @@
 // kiln bench MODEL.onnx... | --suite zoo: kiln eager, kiln compiled and (--peer ort) ONNX Runtime on the
 // same inputs and threads in one process, with compile times and accuracy; a table, --json, --html.
+// --device cuda: kiln compiled on the GPU (accuracy against kiln eager on the CPU) and, with --peer torch,
+// PyTorch's eager and torch.compile modes beside it (bench_device.cpp).
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -15,8 +17,11 @@
 #include "report/html.h"
 #include "report/locate.h"
 #include "report/ort_peer.h"
+#include "report/torch_peer.h"
+#include "runtime/backends.h"
 #include "schedule/softmax_route.h"
 #include "support/error.h"
+#include "tools/bench_device.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {
@@ -27,10 +32,11 @@ namespace {
 
 struct BenchArgs {
   std::vector<std::string> models, dims, sweeps;
-  std::string suite, zoo_dir, peer, ort_dir, json_file, html_file, device = "cpu";
+  std::string suite, zoo_dir, peer, ort_dir, json_file, html_file, python;
+  std::string device;  // empty: the `device` setting
   int64_t threads = 0;
   int iters = 30, warmup = 5, top = 10, settle_ms = 50;
-  double tol = 1e-4;
+  double tol = 1e-4, torch_budget_s = 900;
   uint64_t seed = 1;
 };
 
@@ -42,10 +48,11 @@ std::string utc_now() {
 }
 
 // The command as a person would type it again (for the reports).
-std::string command_line(const BenchArgs& a, int threads) {
+std::string command_line(const BenchArgs& a, int threads, const std::string& device) {
   std::string c = "kiln bench";
   for (const auto& m : a.models) c += " " + m;
   if (!a.suite.empty()) c += " --suite " + a.suite;
+  if (device != "cpu") c += " --device " + device;
   for (const auto& d : a.dims) c += " --dim " + d;
   if (!a.peer.empty()) c += " --peer " + a.peer;
   c += fmt::format(" --threads {} --iters {} --warmup {}", threads, a.iters, a.warmup);
@@ -110,7 +117,7 @@ json sweeps_for_report(const BenchArgs& a, const Options& options) {
     if (sweep.is_discarded()) user_error("--sweep {}: not JSON (expected what `kiln sweep ... --json` writes)", path);
     sweeps.push_back({{"origin", path}, {"sweep", sweep}});
   }
-  if (a.sweeps.empty()) {
+  if (a.sweeps.empty() && options.device == "cpu") {  // the CPU's calibration says nothing of a device
     const std::string db = backend::cpu::tuning_db_path(options);
     if (auto stored = autotune::load_softmax_measurements(db, backend::cpu::device_key(options)))
       sweeps.push_back({{"origin", "the calibration stored for this device in " + db}, {"sweep", *stored}});
@@ -119,21 +126,30 @@ json sweeps_for_report(const BenchArgs& a, const Options& options) {
 }
 
 int run(const BenchArgs& a, Options options) {
-  if (a.device != "cpu") {
-    if (a.device == "cuda") user_error("--device cuda: no CUDA backend yet (kiln runs on the CPU only for now)");
-    user_error("--device must be cpu or cuda, got '{}'", a.device);
-  }
+  if (!a.device.empty()) options.device = a.device;
+  const bool on_device = options.device != "cpu";
   if (a.iters < 1) user_error("--iters must be at least 1");
   if (a.warmup < 0) user_error("--warmup must be >= 0");
   if (a.settle_ms < 0) user_error("--settle-ms must be >= 0");
   if (!(a.tol >= 0)) user_error("--tol must be >= 0");
-  if (!a.peer.empty() && a.peer != "ort") user_error("--peer must be ort, got '{}'", a.peer);
+  if (!(a.torch_budget_s > 0)) user_error("--torch-budget-s must be > 0");
+  if (!a.peer.empty() && a.peer != "ort" && a.peer != "torch")
+    user_error("--peer must be ort or torch, got '{}'", a.peer);
+  if (a.peer == "ort" && on_device)
+    user_error("--peer ort: ONNX Runtime is a CPU peer here (onnxruntime-node's CPU library); on device {} use "
+               "--peer torch", options.device);
+  if (a.peer == "torch" && !on_device)
+    user_error("--peer torch: PyTorch's peer (scripts/torch_peer.py) times the GPU; use it with --device cuda");
   apply_threads(options, a.threads);
   const int threads = omp_get_max_threads();
   std::vector<report::BenchModel> models = models_to_run(a);
 
+  // Peers and the device fail before any work when something is missing.
   std::optional<report::OrtPeer> peer;
-  if (a.peer == "ort") peer.emplace(report::locate_ort(a.ort_dir));  // fails before any work when missing
+  if (a.peer == "ort") peer.emplace(report::locate_ort(a.ort_dir));
+  std::optional<report::TorchLocation> torch;
+  if (a.peer == "torch") torch = report::locate_torch(a.python);
+  if (on_device) runtime::make_backend(options, Mode::compiled);  // no driver or no GPU: the user error here
 
   report::BenchSettings settings;
   settings.iters = a.iters;
@@ -144,11 +160,16 @@ int run(const BenchArgs& a, Options options) {
   settings.settle_ms = a.settle_ms;
   json doc = {{"kiln_version", KILN_VERSION},
               {"date", utc_now()},
-              {"command", command_line(a, threads)},
+              {"command", command_line(a, threads, options.device)},
+              {"device", options.device},
               {"threads", threads},
               {"iters", a.iters},
               {"warmup", a.warmup},
-              {"peer", peer ? json("ONNX Runtime " + peer->version() + " (onnxruntime-node, CPU)") : json()},
+              {"peer", peer    ? json("ONNX Runtime " + peer->version() + " (onnxruntime-node, CPU)")
+                       : torch ? json(fmt::format("PyTorch {} on {} (scripts/torch_peer.py: eager, torch.compile "
+                                                  "default and reduce-overhead; {})",
+                                                  torch->version, torch->gpu, torch_dtype(options)))
+                               : json()},
               {"records", json::array()}};
   std::vector<json> records;
   for (const auto& m : models) {
@@ -173,10 +194,23 @@ int run(const BenchArgs& a, Options options) {
     doc["records"] = records;
     if (!a.json_file.empty()) write_report_file(a.json_file, doc.dump(2) + "\n");  // after each model: nothing lost
   }
-  std::printf("%s, %d threads, %d timed runs per side (median; speedup = other / compiled)%s\n",
-              doc["date"].get<std::string>().c_str(), threads, a.iters,
-              peer ? (", peer " + doc["peer"].get<std::string>()).c_str() : "");
-  print_table(records);
+  if (torch) {  // after kiln's measurements, so that the GPU is PyTorch's alone
+    add_torch_peer(records, *torch, options, a.iters, a.warmup, a.torch_budget_s);
+    doc["records"] = records;
+    if (!a.json_file.empty()) write_report_file(a.json_file, doc.dump(2) + "\n");
+  }
+  if (on_device) {
+    std::printf("%s, device %s, %d timed runs (median; kiln replays its CUDA graph; best torch / kiln = the fastest "
+                "PyTorch mode's median / kiln's)%s\n",
+                doc["date"].get<std::string>().c_str(), options.device.c_str(), a.iters,
+                torch ? (", peer " + doc["peer"].get<std::string>()).c_str() : "");
+    print_device_table(records, options.device);
+  } else {
+    std::printf("%s, %d threads, %d timed runs per side (median; speedup = other / compiled)%s\n",
+                doc["date"].get<std::string>().c_str(), threads, a.iters,
+                peer ? (", peer " + doc["peer"].get<std::string>()).c_str() : "");
+    print_table(records);
+  }
   for (const json& r : records)
     if (r.value("ort_error", json()).is_string())
       std::printf("ONNX Runtime failed on %s: %s\n", r["model"].get<std::string>().c_str(),
@@ -209,19 +243,28 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", args->threads, "threads for every side (default: every core)");
   cmd->add_option("--iters", args->iters, "timed runs per side (default 30)");
   cmd->add_option("--warmup", args->warmup, "untimed runs per side first (default 5)");
-  cmd->add_option("--peer", args->peer, "ort: also ONNX Runtime (onnxruntime-node, scripts/install_ort.sh build/ort)");
+  cmd->add_option("--peer", args->peer,
+                  "ort: also ONNX Runtime (onnxruntime-node, scripts/install_ort.sh build/ort; the CPU); torch: also "
+                  "PyTorch eager and torch.compile (scripts/torch_peer.py; with --device cuda)");
+  cmd->add_option("--python", args->python,
+                  "the python3 with PyTorch that runs scripts/torch_peer.py (default: python3 on PATH)");
+  cmd->add_option("--torch-budget-s", args->torch_budget_s,
+                  "seconds scripts/torch_peer.py may take for every model (default 900; jobs past it are skipped)");
   cmd->add_option("--ort-dir", args->ort_dir, "the folder holding node_modules/onnxruntime-node (default build/ort)");
   cmd->add_option("--json", args->json_file, "write one record per model to this file");
   cmd->add_option("--html", args->html_file, "write a self-contained HTML report (inline SVG charts) to this file");
   cmd->add_option("--sweep", args->sweeps,
                   "a `kiln sweep ... --json` file whose curves the HTML report shows (repeatable; default: the "
                   "softmax sweep stored with this device's calibration)");
-  cmd->add_option("--device", args->device, "cpu (cuda: not yet)");
+  cmd->add_option("--device", args->device,
+                  "cpu (default) or cuda / cuda:N: kiln compiled on that GPU, accuracy against kiln eager on the CPU "
+                  "(the `device` setting)");
   cmd->add_option("--seed", args->seed, "seed for the generated inputs");
   cmd->add_option("--tol", args->tol,
                   "allclose tolerance of the accuracy rule (default 1e-4; 0 forces the fp64 RMSE check)");
   cmd->add_option("--settle-ms", args->settle_ms,
-                  "idle ms before each run so the last side's spinning worker threads stop (default 50)");
+                  "idle ms before each CPU run so the last side's spinning worker threads stop (default 50; none on a "
+                  "device)");
   cmd->add_option("--top", args->top, "kernels per model in the report's top list (default 10)");
   return {cmd, [args](const Options& options) { return run(*args, options); }};
 }

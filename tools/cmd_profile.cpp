@@ -1,5 +1,6 @@
 // kiln profile MODEL.onnx: time per kernel over N runs, the time mapped back to source op types (eager
-// against compiled), and a Chrome trace. The model runs in both modes, runs alternating.
+// against compiled), and a Chrome trace. The model runs in both modes, runs alternating. With
+// --device cuda the device path (profile_device.cpp) runs instead.
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -17,52 +18,13 @@
 #include "runtime/inputs.h"
 #include "support/error.h"
 #include "tools/commands.h"
+#include "tools/profile_common.h"
 
 namespace kiln::tools {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-struct ProfileArgs {
-  std::string model, mode = "compiled", trace_file, json_file, html_file;
-  std::vector<std::string> dims;
-  int64_t threads = 0;
-  int iters = 10, warmup = 2, top = 20;
-  uint64_t seed = 1;
-};
-
-constexpr double kCoverageTolerance = 0.05;  // the op table must account for all but 5% of the run
-
-std::string joined(const std::vector<std::string>& items, size_t max_items) {
-  std::string s;
-  for (size_t i = 0; i < items.size() && i < max_items; ++i) s += (i ? " " : "") + items[i];
-  if (items.size() > max_items) s += fmt::format(" (+{})", items.size() - max_items);
-  return s;
-}
-
-void print_kernels(const std::vector<report::KernelTime>& kernels, const std::string& mode, int runs, double e2e,
-                   int top) {
-  std::vector<const report::KernelTime*> order;
-  std::map<std::string, std::pair<int, double>> by_kind;
-  for (const auto& k : kernels) {
-    order.push_back(&k);
-    by_kind[k.kind].first++;
-    by_kind[k.kind].second += k.mean_ms;
-  }
-  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->mean_ms > b->mean_ms; });
-  std::printf("kernels (%s): %zu steps, mean over %d runs, %.3f ms end to end\n", mode.c_str(), kernels.size(), runs, e2e);
-  for (const auto& [kind, v] : by_kind)
-    std::printf("  %-10s %4d steps %10.3f ms (%5.1f%%)\n", kind.c_str(), v.first, v.second,
-                e2e > 0 ? 100 * v.second / e2e : 0.0);
-  std::printf("  %4s %10s %7s  %-10s %-34s %s\n", "#", "ms/run", "share", "kind", "label", "source ops");
-  for (size_t i = 0; i < order.size() && i < static_cast<size_t>(top); ++i) {
-    const auto& k = *order[i];
-    std::string label = k.label.size() > 34 ? k.label.substr(0, 33) + "~" : k.label;
-    std::printf("  %4zu %10.3f %6.1f%%  %-10s %-34s %s\n", i + 1, k.mean_ms, e2e > 0 ? 100 * k.mean_ms / e2e : 0.0,
-                k.kind.c_str(), label.c_str(), joined(k.source_ops, 8).c_str());
-  }
-}
 
 bool print_op_table(const report::OpTable& t) {
   std::printf("\ntime by source op type (ms per run; a step's time is split over its source nodes in proportion "
@@ -87,8 +49,10 @@ int run(const ProfileArgs& a, Options options) {
   if (a.iters < 1) user_error("--iters must be at least 1");
   if (a.warmup < 0) user_error("--warmup must be >= 0");
   apply_threads(options, a.threads);
+  if (!a.device.empty()) options.device = a.device;
   Graph graph = a.model.empty() ? demo_transformer() : import_onnx(a.model, options);
   std::map<std::string, int64_t> dims = resolve_dims(graph, {}, parse_dims(a.dims));
+  if (options.device != "cpu") return profile_on_device(a, options, std::move(graph), dims);
   Session eager = Session::from_graph(Graph(graph), Mode::eager, options, dims);
   Session compiled = Session::from_graph(std::move(graph), Mode::compiled, options, dims);
   std::map<std::string, Tensor> inputs = make_inputs(eager.graph(), {}, a.seed);
@@ -113,7 +77,7 @@ int run(const ProfileArgs& a, Options options) {
   const auto& runs = is_compiled ? compiled_runs : eager_runs;
   std::vector<report::KernelTime> kernels = report::kernel_times(runs);
   double e2e = report::mean_total_ms(runs);
-  std::string model_name = a.model.empty() ? "(bundled demo transformer)" : a.model;
+  const std::string model_name = tools::model_name(a);
   std::printf("model: %s, %d threads\n", model_name.c_str(), omp_get_max_threads());
   print_kernels(kernels, a.mode, a.iters, e2e, a.top);
   report::OpTable table = report::op_table(eager_runs, compiled_runs);
@@ -127,11 +91,8 @@ int run(const ProfileArgs& a, Options options) {
     std::printf("trace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n", a.trace_file.c_str());
   }
   if (!a.json_file.empty() || !a.html_file.empty()) {
-    std::time_t now = std::time(nullptr);
-    char date[32];
-    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
     json doc = {{"model", model_name}, {"mode", a.mode}, {"iters", a.iters}, {"threads", omp_get_max_threads()},
-                {"date", date}, {"dims", dims}, {"steps", kernels.size()}, {"e2e_ms", e2e},
+                {"date", utc_date()}, {"dims", dims}, {"steps", kernels.size()}, {"e2e_ms", e2e},
                 {"kernels", report::kernels_json(kernels, e2e, static_cast<size_t>(a.top))},
                 {"op_table", report::op_table_json(table)}};
     if (!a.json_file.empty()) write_report_file(a.json_file, doc.dump(2) + "\n");
@@ -148,9 +109,13 @@ Command add_profile_command(CLI::App& app) {
       "profile", "time per kernel, time per source op type (eager vs compiled), Chrome trace");
   cmd->add_option("model", args->model, "an .onnx file (default: the bundled demo transformer)");
   cmd->add_option("--mode", args->mode, "whose kernels to list first: compiled (default) or eager");
+  cmd->add_option("--device", args->device,
+                  "cpu (default) or cuda / cuda:N: per-kernel device time from events around each stream launch, "
+                  "beside the graph-replay end-to-end time (the `device` setting)");
   cmd->add_option("--trace", args->trace_file, "write a Chrome trace (Perfetto, chrome://tracing) of every run");
   cmd->add_option("--iters", args->iters, "profiled runs per mode (default 10)");
-  cmd->add_option("--warmup", args->warmup, "untimed runs per mode first (default 2)");
+  cmd->add_option("--warmup", args->warmup, "untimed runs per mode first (default 2; on a device at least 2: the "
+                                            "first launches, the second captures the graph)");
   cmd->add_option("--dim", args->dims, "SYMBOL=SIZE for a symbolic dimension (repeatable)");
   cmd->add_option("--threads", args->threads, "worker threads (default: every core)");
   cmd->add_option("--top", args->top, "kernels to list (default 20)");

@@ -52,12 +52,16 @@ struct StepProfile {
   std::vector<std::string> source_ops;    // and their op types, in the same order
   std::vector<std::string> input_types;   // "f32[1,128,768]" per input (constants included)
   std::string output_type;
-  double ms = 0.0;
+  double ms = 0.0;        // from just before its launch to just after (on a device: when the stream ran it)
+  double start_ms = 0.0;  // its start, from the first step's start, on the same clock
 };
 struct RunProfile {
   std::vector<StepProfile> steps;  // in execution order
   double total_ms = 0.0;           // the whole run, wall clock
   int threads = 0;                 // the OpenMP threads the run's kernels had (the threads setting, or every core)
+  // Step times are the device's clock (events on its stream, around each launch), not the host's: on a
+  // GPU each step is a stream launch, never a replayed graph (a profiled run is not captured).
+  bool device_clock = false;
 };
 
 class Session {

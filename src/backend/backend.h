@@ -81,6 +81,20 @@ class DeviceRuntime {
   virtual std::shared_ptr<const void> end_capture() const;  // the replayable graph (owns what it allocated)
   virtual void abort_capture() const noexcept {}            // after a failure between begin and end
   virtual void replay(const void* graph) const;             // queues the graph on stream()
+
+  // Timing launches without waiting after each: mark() records a point on stream() that the stream
+  // passes once the work queued before it is done (the host, which has no queue, reads its clock at
+  // the call); once synchronize() has returned, elapsed_ms gives the time between two marks. A device
+  // marks with its own clock (events on the stream) and never while the stream is being captured: an
+  // event recorded then would be a node of the graph, not a time.
+  class Mark {
+   public:
+    virtual ~Mark() = default;
+  };
+  virtual std::unique_ptr<Mark> mark() const;
+  virtual double elapsed_ms(const Mark& from, const Mark& to) const;
+  // Whether marks read the device's clock (then a step's time is when the stream ran it, not host time).
+  virtual bool device_clock() const { return false; }
 };
 
 // One compile's work on a backend: its kernels, and the state that spans the model (the autotuner,

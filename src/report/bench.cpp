@@ -48,12 +48,18 @@ void add_summary(json& record, const std::string& side, const std::optional<Summ
 json bench_model(const BenchModel& m, const BenchSettings& s, const Options& options, OrtPeer* peer, int threads) {
   auto note = [&](const std::string& what) { std::fprintf(stderr, "[bench %s] %s\n", m.name.c_str(), what.c_str()); };
   if (peer && m.path.empty()) user_error("--peer ort needs an .onnx file; the bundled demo model has none");
+  // On a device only the compiled model runs there; kiln's eager kernels on the CPU stay the accuracy
+  // baseline (a GPU has no eager mode) and are not timed.
+  const bool on_device = options.device != "cpu";
+  KILN_INTERNAL_CHECK(!(on_device && peer), "bench: ONNX Runtime is a CPU peer");
+  Options cpu_options = options;
+  cpu_options.device = "cpu";
   note("loading");
   Graph graph = m.path.empty() ? demo_transformer() : import_onnx(m.path, options);
   std::map<std::string, int64_t> dims = resolve_dims(graph, {}, m.dims);
 
   auto t0 = Clock::now();
-  Session eager = Session::from_graph(Graph(graph), Mode::eager, options, dims);
+  Session eager = Session::from_graph(Graph(graph), Mode::eager, cpu_options, dims);
   double prepare_s_eager = seconds_since(t0);
   std::map<std::string, Tensor> inputs = make_inputs(eager.graph(), {}, s.seed);
 
@@ -70,6 +76,8 @@ json bench_model(const BenchModel& m, const BenchSettings& s, const Options& opt
   t0 = Clock::now();
   Session compiled = Session::from_graph(Graph(graph), Mode::compiled, compile_options, dims);
   double compile_s_warm = seconds_since(t0);
+  // As `kiln run` does: on a device the timed runs read inputs already there (the host's own tensors on the CPU).
+  const std::map<std::string, Tensor> compiled_inputs = compiled.to_device(inputs);
 
   TempDir work("kiln_bench_");
   if (peer) {
@@ -109,28 +117,34 @@ json bench_model(const BenchModel& m, const BenchSettings& s, const Options& opt
   oracle.reset();
 
   // Each repeat runs every side once, the starting side rotating, so drift and order hit all alike.
-  note(fmt::format("timing: {} warm-up and {} timed runs per side", s.warmup, s.iters));
-  const int sides = peer ? 3 : 2;
-  std::vector<std::vector<double>> times(static_cast<size_t>(sides));
+  // On a device at least two warm-up runs: the first launches each kernel, the second captures the graph.
+  const int warmup = on_device ? std::max(s.warmup, 2) : s.warmup;
+  note(fmt::format("timing: {} warm-up and {} timed runs per side", warmup, s.iters));
+  std::vector<int> sides = {0, 1};  // eager, compiled, ONNX Runtime
+  if (on_device) sides = {1};
+  if (peer) sides.push_back(2);
+  std::vector<std::vector<double>> times(3);
   auto run_side = [&](int side) {
-    if (s.settle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.settle_ms));
+    // No pause on a device: no CPU worker threads spin there, and an idle GPU may lower its clocks.
+    if (s.settle_ms > 0 && !on_device) std::this_thread::sleep_for(std::chrono::milliseconds(s.settle_ms));
     if (side == 2) return peer->run();
-    const Session& session = side == 0 ? eager : compiled;
     auto start = Clock::now();
-    session.run(inputs);
+    if (side == 0) eager.run(inputs);
+    else compiled.run(compiled_inputs);
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   };
-  for (int i = 0; i < s.warmup; ++i)
-    for (int side = 0; side < sides; ++side) run_side(side);
+  for (int i = 0; i < warmup; ++i)
+    for (int side : sides) run_side(side);
   for (int i = 0; i < s.iters; ++i)
-    for (int j = 0; j < sides; ++j) {
-      int side = (i + j) % sides;
+    for (size_t j = 0; j < sides.size(); ++j) {
+      int side = sides[(static_cast<size_t>(i) + j) % sides.size()];
       times[static_cast<size_t>(side)].push_back(run_side(side));
     }
   if (peer) peer->unload();
 
+  // On a device: stream launches timed with device events (a profiled run does not replay the graph).
   std::vector<TimedRun> profiled(static_cast<size_t>(std::max(0, s.profile_runs)));
-  for (TimedRun& r : profiled) compiled.run(inputs, &r.profile);
+  for (TimedRun& r : profiled) compiled.run(compiled_inputs, &r.profile);
 
   json record;
   record["model"] = m.name;
@@ -138,13 +152,14 @@ json bench_model(const BenchModel& m, const BenchSettings& s, const Options& opt
   record["dims"] = dims;
   record["threads"] = threads;
   record["iters"] = s.iters;
-  record["warmup"] = s.warmup;
-  Summary es = summarize(times[0]), cs = summarize(times[1]);
+  record["warmup"] = warmup;
+  std::optional<Summary> es = on_device ? std::nullopt : std::optional<Summary>(summarize(times[0]));
+  Summary cs = summarize(times[1]);
   std::optional<Summary> os = peer ? std::optional<Summary>(summarize(times[2])) : std::nullopt;
   add_summary(record, "eager", es);
   add_summary(record, "compiled", cs);
   add_summary(record, "ort", os);
-  record["speedup_vs_eager"] = cs.median > 0 ? json(es.median / cs.median) : json();
+  record["speedup_vs_eager"] = es && cs.median > 0 ? json(es->median / cs.median) : json();
   record["speedup_vs_ort"] = os && cs.median > 0 ? json(os->median / cs.median) : json();
   record["compile_s_cold"] = compile_s_cold;
   record["compile_s_warm"] = compile_s_warm;
@@ -165,7 +180,14 @@ json bench_model(const BenchModel& m, const BenchSettings& s, const Options& opt
   record["accuracy_vs_ort"] = vs_peer ? accuracy_json(*vs_peer) : json();
   record["oracle"] = vs_eager.used_oracle || (vs_peer && vs_peer->used_oracle) ? "fp64 reference run"
                                                                                 : "not needed (allclose passed)";
-  record["times_ms"] = {{"eager", times[0]}, {"compiled", times[1]}, {"ort", peer ? json(times[2]) : json()}};
+  record["times_ms"] = {{"eager", es ? json(times[0]) : json()}, {"compiled", times[1]},
+                        {"ort", peer ? json(times[2]) : json()}};
+  if (on_device) {
+    record["device"] = options.device;
+    record["accuracy_baseline"] = "kiln eager on the CPU";
+    record["graph_captures"] = cs_stats.graph_captures;
+    record["top_kernels_clock"] = "device events around each stream launch (profiled runs do not replay the graph)";
+  }
   record["top_kernels"] = kernels_json(kernel_times(profiled), mean_total_ms(profiled),
                                        static_cast<size_t>(std::max(0, s.top_kernels)));
   return record;

@@ -66,21 +66,10 @@ std::string kernel_chart(const json& kernels) {
   return bar_chart(groups, {}, 0, "", "ms per run");
 }
 
-}  // namespace
-
-std::string bench_html(const json& report) {
-  std::string h = html_head("kiln bench");
+// The CPU's latency table and speedup chart: kiln eager, kiln compiled and ONNX Runtime.
+std::string cpu_bench_section(const json& report) {
   const json& records = report.at("records");
-  h += "<h1>kiln bench</h1>\n";
-  h += fmt::format("<p class=\"meta\">{} &middot; {} threads &middot; {} timed runs per side after {} warm-up "
-                   "&middot; peer: {} &middot; kiln {}</p>\n",
-                   escape_html(report.value("date", std::string())), report.value("threads", 0),
-                   report.value("iters", 0), report.value("warmup", 0),
-                   escape_html(report.value("peer", json()).is_string() ? report["peer"].get<std::string>() : "none"),
-                   escape_html(report.value("kiln_version", std::string())));
-  if (report.contains("command"))
-    h += fmt::format("<p class=\"meta\">command: <code>{}</code></p>\n", escape_html(report["command"].get<std::string>()));
-
+  std::string h;
   h += "<h2>Latency (median, p10&ndash;p90, ms)</h2>\n<table>\n<tr><th class=\"l\">model</th><th class=\"l\">sizes</th>"
        "<th>kiln eager</th><th>kiln compiled</th><th>ONNX Runtime</th><th>compiled vs eager</th>"
        "<th>compiled vs ORT</th><th>compile cold s</th><th>compile warm s</th><th>kernels / ops</th>"
@@ -116,8 +105,30 @@ std::string bench_html(const json& report) {
   std::vector<Legend> legend = {{kEagerColor, "compiled vs kiln eager"}};
   if (report.value("peer", json()).is_string()) legend.push_back({kOrtColor, "compiled vs ONNX Runtime"});
   h += "<h2>Speedup of kiln compiled</h2>\n" + bar_chart(speed, legend, 1.0, "parity", "speedup (x)");
+  return h;
+}
 
-  h += "<h2>Top kernels (compiled, mean ms per run)</h2>\n";
+}  // namespace
+
+std::string bench_html(const json& report) {
+  std::string h = html_head("kiln bench");
+  const json& records = report.at("records");
+  h += "<h1>kiln bench</h1>\n";
+  h += fmt::format("<p class=\"meta\">{} &middot; {} threads &middot; {} timed runs per side after {} warm-up "
+                   "&middot; peer: {} &middot; kiln {}</p>\n",
+                   escape_html(report.value("date", std::string())), report.value("threads", 0),
+                   report.value("iters", 0), report.value("warmup", 0),
+                   escape_html(report.value("peer", json()).is_string() ? report["peer"].get<std::string>() : "none"),
+                   escape_html(report.value("kiln_version", std::string())));
+  if (report.contains("command"))
+    h += fmt::format("<p class=\"meta\">command: <code>{}</code></p>\n", escape_html(report["command"].get<std::string>()));
+
+  const bool on_device = report.value("device", std::string("cpu")) != "cpu";
+  if (on_device) h += device_bench_section(report);
+  else h += cpu_bench_section(report);
+
+  h += on_device ? "<h2>Top kernels (compiled, stream launches timed with device events, mean ms per run)</h2>\n"
+                 : "<h2>Top kernels (compiled, mean ms per run)</h2>\n";
   for (const json& r : records) {
     if (!r.contains("top_kernels") || r["top_kernels"].empty()) continue;
     h += fmt::format("<h3>{}</h3>\n", escape_html(r.value("model", std::string()))) + kernel_chart(r["top_kernels"]);
@@ -137,29 +148,59 @@ std::string profile_html(const json& report) {
   std::string h = html_head("kiln profile: " + model);
   const json& t = report.at("op_table");
   h += fmt::format("<h1>kiln profile: {}</h1>\n", escape_html(model));
-  h += fmt::format("<p class=\"meta\">{} &middot; {} threads &middot; {} runs per mode &middot; end to end: eager "
-                   "{:.3f} ms, compiled {:.3f} ms per run</p>\n",
-                   escape_html(report.value("date", std::string())), report.value("threads", 0),
-                   report.value("iters", 0), t.value("eager_e2e_ms", 0.0), t.value("compiled_e2e_ms", 0.0));
+  // A device profile has no eager side; its kernel times are stream launches, beside the graph's replay.
+  const std::string device = report.value("device", std::string("cpu"));
+  const bool on_device = device != "cpu";
+  if (on_device)
+    h += fmt::format("<p class=\"meta\">{} &middot; device {} &middot; {} profiled runs &middot; end to end: stream "
+                     "launches {:.3f} ms, graph replay {:.3f} ms per run (median, measured in the same command)</p>\n"
+                     "<p class=\"meta\">Kernel times are stream launches: device time between events recorded "
+                     "around each step's launch, in runs that launch every kernel (a profiled run does not replay "
+                     "the CUDA graph).</p>\n",
+                     escape_html(report.value("date", std::string())), escape_html(device), report.value("iters", 0),
+                     report.value("launch_e2e_ms", 0.0), report.value("replay_e2e_ms", 0.0));
+  else
+    h += fmt::format("<p class=\"meta\">{} &middot; {} threads &middot; {} runs per mode &middot; end to end: eager "
+                     "{:.3f} ms, compiled {:.3f} ms per run</p>\n",
+                     escape_html(report.value("date", std::string())), report.value("threads", 0),
+                     report.value("iters", 0), t.value("eager_e2e_ms", 0.0), t.value("compiled_e2e_ms", 0.0));
   h += fmt::format("<h2>Top kernels ({})</h2>\n", escape_html(report.value("mode", std::string())));
   h += kernel_chart(report.at("kernels"));
 
   h += "<h2>Time by source op type (ms per run)</h2>\n";
-  h += fmt::format("<p class=\"meta\">{}. Table totals: eager {:.3f} ms ({:.1f}% of end to end), compiled "
-                   "{:.3f} ms ({:.1f}%).</p>\n",
-                   escape_html(t.value("rule", std::string())), t.value("eager_table_ms", 0.0),
-                   100.0 * t.value("eager_coverage", 0.0), t.value("compiled_table_ms", 0.0),
-                   100.0 * t.value("compiled_coverage", 0.0));
+  if (on_device)
+    h += fmt::format("<p class=\"meta\">{}. Table total: {:.3f} ms ({:.1f}% of the stream launches' end to "
+                     "end).</p>\n",
+                     escape_html(t.value("rule", std::string())), t.value("compiled_table_ms", 0.0),
+                     100.0 * t.value("compiled_coverage", 0.0));
+  else
+    h += fmt::format("<p class=\"meta\">{}. Table totals: eager {:.3f} ms ({:.1f}% of end to end), compiled "
+                     "{:.3f} ms ({:.1f}%).</p>\n",
+                     escape_html(t.value("rule", std::string())), t.value("eager_table_ms", 0.0),
+                     100.0 * t.value("eager_coverage", 0.0), t.value("compiled_table_ms", 0.0),
+                     100.0 * t.value("compiled_coverage", 0.0));
   std::vector<BarGroup> groups;
   for (const json& row : t.at("rows")) {
-    if (groups.size() < 15)
-      groups.push_back({row.value("op", std::string()),
-                        {{row.value("eager_ms", 0.0), kEagerColor,
-                          fmt::format("{:.3f}", row.value("eager_ms", 0.0)), "eager"},
-                         {row.value("compiled_ms", 0.0), kCompiledColor,
-                          fmt::format("{:.3f}", row.value("compiled_ms", 0.0)), "compiled"}}});
+    if (groups.size() >= 15) continue;
+    BarGroup g{row.value("op", std::string()), {}};
+    if (!on_device)
+      g.bars.push_back({row.value("eager_ms", 0.0), kEagerColor, fmt::format("{:.3f}", row.value("eager_ms", 0.0)),
+                        "eager"});
+    g.bars.push_back({row.value("compiled_ms", 0.0), kCompiledColor,
+                      fmt::format("{:.3f}", row.value("compiled_ms", 0.0)), "compiled"});
+    groups.push_back(std::move(g));
   }
-  h += bar_chart(groups, {{kEagerColor, "eager"}, {kCompiledColor, "compiled"}}, 0, "", "ms per run");
+  std::vector<Legend> legend = {{kCompiledColor, on_device ? "compiled on " + device : "compiled"}};
+  if (!on_device) legend.insert(legend.begin(), {kEagerColor, "eager"});
+  h += bar_chart(groups, legend, 0, "", "ms per run");
+  if (on_device) {
+    h += "<table>\n<tr><th class=\"l\">op</th><th>nodes</th><th>ms</th></tr>\n";
+    for (const json& row : t.at("rows"))
+      h += fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td>{:.3f}</td></tr>\n",
+                       escape_html(row.value("op", std::string())), row.value("compiled_nodes", 0),
+                       row.value("compiled_ms", 0.0));
+    return h + "</table>\n</body>\n</html>\n";
+  }
   h += "<table>\n<tr><th class=\"l\">op</th><th>eager nodes</th><th>eager ms</th><th>compiled nodes</th>"
        "<th>compiled ms</th><th>compiled / eager</th></tr>\n";
   for (const json& row : t.at("rows")) {

@@ -9,6 +9,9 @@ namespace kiln::report {
 // `report`: {"date", "threads", "iters", "warmup", "peer", "command", "records": [...]} as bench writes it,
 // and "sweeps": [{"origin": TEXT, "sweep": SWEEP}, ...] for the sweep curves.
 std::string bench_html(const nlohmann::json& report);
+// Its latency table and chart when report["device"] is a GPU: kiln compiled there beside each PyTorch
+// mode of --peer torch, and best torch / kiln (html_device.cpp).
+std::string device_bench_section(const nlohmann::json& report);
 
 // Charts of one sweep with the chosen route marked at each size: what `kiln sweep softmax --json` writes
 // (GB/s against row width per route, the copy bandwidth dashed, and the attention table) or what

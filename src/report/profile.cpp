@@ -109,6 +109,7 @@ nlohmann::json op_table_json(const OpTable& t) {
 
 nlohmann::json chrome_trace(const std::vector<TraceProcess>& processes) {
   nlohmann::json events = nlohmann::json::array();
+  bool device_clock = false;
   for (size_t p = 0; p < processes.size(); ++p) {
     int pid = static_cast<int>(p) + 1;
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 1},
@@ -121,8 +122,11 @@ nlohmann::json chrome_trace(const std::vector<TraceProcess>& processes) {
                         {"dur", runs[r].profile.total_ms * 1000.0}, {"pid", pid}, {"tid", 1},
                         {"args", {{"run", r}, {"steps", runs[r].profile.steps.size()}}}});
       const auto& steps = runs[r].profile.steps;
+      device_clock = device_clock || runs[r].profile.device_clock;
       for (size_t i = 0; i < steps.size(); ++i) {
         const StepProfile& s = steps[i];
+        // A device's steps at their own offsets (its events are timestamps); the host's back to back.
+        if (runs[r].profile.device_clock) ts = runs[r].start_us + s.start_ms * 1000.0;
         events.push_back({{"name", s.label}, {"cat", s.kind}, {"ph", "X"}, {"ts", ts}, {"dur", s.ms * 1000.0},
                           {"pid", pid}, {"tid", 1},
                           {"args", {{"run", r}, {"step", i}, {"kind", s.kind}, {"label", s.label},
@@ -132,10 +136,13 @@ nlohmann::json chrome_trace(const std::vector<TraceProcess>& processes) {
       }
     }
   }
+  const char* note = device_clock
+                         ? "device steps are placed at their device-clock offsets (events around each stream launch) "
+                           "from their run's start, so gaps are the stream waiting on the host"
+                         : "steps are laid back to back from their run's start (a profile holds durations); "
+                           "the executor's time between steps shows at the end of each run";
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"},
-          {"otherData", {{"producer", "kiln profile"},
-                         {"note", "steps are laid back to back from their run's start (a profile holds durations); "
-                                  "the executor's time between steps shows at the end of each run"}}}};
+          {"otherData", {{"producer", "kiln profile"}, {"note", note}}}};
 }
 
 }  // namespace kiln::report

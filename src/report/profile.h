@@ -46,9 +46,10 @@ OpTable op_table(const std::vector<TimedRun>& eager, const std::vector<TimedRun>
 nlohmann::json kernels_json(const std::vector<KernelTime>& kernels, double total_ms, size_t top);
 nlohmann::json op_table_json(const OpTable& t);
 
-// Chrome trace event format: one "X" event per step per run (ts/dur in microseconds, laid back to back
-// from the run's start since a profile holds durations only) inside one "X" event per run, a process
-// per mode. args carry the kind, label, input/output types and source nodes and ops.
+// Chrome trace event format: one "X" event per step per run (ts/dur in microseconds; host steps laid
+// back to back from the run's start since their profile holds durations, device steps at their offsets
+// on the device's clock) inside one "X" event per run, a process per mode. args carry the kind, label,
+// input/output types and source nodes and ops.
 struct TraceProcess {
   std::string name;  // "kiln compiled"
   const std::vector<TimedRun>* runs;

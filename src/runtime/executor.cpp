@@ -68,7 +68,7 @@ void check_input(const Value& v, const Tensor& t, std::map<std::string, int64_t>
   }
 }
 
-StepProfile step_profile(const Graph& g, const Step& step, double ms) {
+StepProfile step_profile(const Graph& g, const Step& step, double ms, double start_ms) {
   StepProfile p;
   p.kind = compiler::step_kind_name(step.kind);
   p.label = step.label;
@@ -80,6 +80,7 @@ StepProfile step_profile(const Graph& g, const Step& step, double ms) {
   for (ValueId v : step.outputs)
     if (v != kNoValue) p.output_type += (p.output_type.empty() ? "" : ", ") + type_string(g.value(v).type);
   p.ms = ms;
+  p.start_ms = start_ms;
   return p;
 }
 
@@ -92,6 +93,29 @@ void print_op_times(const std::vector<double>& op_ms, const std::vector<int>& op
   for (int k : order)
     std::fprintf(stderr, "[ops] %-20s %5d nodes %10.3f ms\n", std::string(op_name(static_cast<OpKind>(k))).c_str(),
                  op_count[size_t(k)], op_ms[size_t(k)]);
+}
+
+using Marks = std::vector<std::unique_ptr<backend::DeviceRuntime::Mark>>;
+
+// Every step's time from the marks just before and after its launch (marks[2i], marks[2i + 1]), read
+// once the stream has passed them all: no step waits for the one before, so on a device the launches
+// queue up as they do untimed, and each time is when the stream ran the step.
+void record_step_times(const Executable& exe, const Marks& marks, const Options& options, RunProfile* profile) {
+  const Graph& g = exe.graph;
+  const backend::DeviceRuntime& device = *exe.runtime;
+  device.synchronize();
+  std::vector<double> op_ms(kNumOps, 0.0);
+  std::vector<int> op_count(kNumOps, 0);
+  for (size_t i = 0; i < exe.steps.size(); ++i) {
+    const Step& step = exe.steps[i];
+    const double ms = device.elapsed_ms(*marks[2 * i], *marks[2 * i + 1]);
+    const auto op = static_cast<size_t>(g.nodes[size_t(step.node)].op);
+    op_ms[op] += ms;
+    op_count[op]++;
+    if (profile) profile->steps.push_back(step_profile(g, step, ms, device.elapsed_ms(*marks[0], *marks[2 * i])));
+  }
+  if (profile) profile->device_clock = device.device_clock();
+  if (options.debug_on("ops")) print_op_times(op_ms, op_count);
 }
 
 }  // namespace
@@ -158,8 +182,8 @@ void launch_steps(const Executable& exe, const std::shared_ptr<void>& arena_memo
     *profile = RunProfile{};
     profile->threads = omp_get_max_threads();
   }
-  std::vector<double> op_ms(timed ? kNumOps : 0, 0.0);
-  std::vector<int> op_count(timed ? kNumOps : 0, 0);
+  Marks marks;  // around each step's launch
+  if (timed) marks.reserve(2 * exe.steps.size());
   const Arena arena(exe, arena_memory);
   std::vector<const Tensor*> ins;
   std::vector<Tensor> planned;
@@ -178,18 +202,12 @@ void launch_steps(const Executable& exe, const std::shared_ptr<void>& arena_memo
     }
     planned.clear();
     for (ValueId v : step.outputs) planned.push_back(v == kNoValue ? Tensor() : arena.buffer(g.value(v), v));
-    auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (timed) marks.push_back(device.mark());
     std::vector<Tensor> outs = exe.kernels[size_t(step.kernel)]->launch(
         backend::LaunchArgs{ins, planned, options.max_tensor_bytes, device.stream()});
+    if (timed) marks.push_back(device.mark());
     KILN_INTERNAL_CHECK(outs.size() == step.outputs.size(), "executor: step '{}' made {} outputs, expected {}",
                         step.label, outs.size(), step.outputs.size());
-    if (timed) {
-      device.synchronize();  // a device step's time is its work, not its launch
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      op_ms[static_cast<size_t>(n.op)] += ms;
-      op_count[static_cast<size_t>(n.op)]++;
-      if (profile) profile->steps.push_back(step_profile(g, step, ms));
-    }
     for (size_t k = 0; k < step.outputs.size(); ++k)
       if (step.outputs[k] != kNoValue) {
         r.slots[static_cast<size_t>(step.outputs[k])] = std::move(outs[k]);
@@ -199,7 +217,7 @@ void launch_steps(const Executable& exe, const std::shared_ptr<void>& arena_memo
       if (v != kNoValue && exe.last_use[static_cast<size_t>(v)] == static_cast<int>(i))
         r.slots[static_cast<size_t>(v)] = Tensor();
   }
-  if (timed && options.debug_on("ops")) print_op_times(op_ms, op_count);
+  if (timed) record_step_times(exe, marks, options, profile);
 }
 
 std::map<std::string, Tensor> collect_outputs(const Executable& exe, const std::vector<Tensor>& outputs,
@@ -233,6 +251,10 @@ std::map<std::string, Tensor> execute(const Executable& exe, ArenaPool& arenas,
   const auto run_start = std::chrono::steady_clock::now();
   RunState r = bind_inputs(exe, inputs);
   if (capturable(exe, options, profile)) return execute_captured(exe, arenas, r, options);
+  // A run that is not captured takes its turn with the session's capture where one may happen: its
+  // launches (and timing events) must not land on the stream while it records.
+  std::unique_lock<std::mutex> turn;
+  if (exe.runtime->can_capture() && options.cuda_graphs) turn = std::unique_lock(arenas.captured().mutex);
   {
     const ArenaLease lease(exe, arenas);
     launch_steps(exe, lease.memory(), r, options, profile);

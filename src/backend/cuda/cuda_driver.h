@@ -41,6 +41,11 @@ namespace kiln::backend::cuda {
   X(cuGraphLaunch)                       \
   X(cuGraphExecDestroy)                  \
   X(cuGraphDestroy)                      \
+  X(cuStreamIsCapturing)                 \
+  X(cuEventCreate)                       \
+  X(cuEventRecord)                       \
+  X(cuEventElapsedTime)                  \
+  X(cuEventDestroy)                      \
   X(cuModuleLoadData)                    \
   X(cuModuleGetFunction)                 \
   X(cuModuleUnload)                      \

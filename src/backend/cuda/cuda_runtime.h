@@ -36,6 +36,14 @@ class CudaRuntime final : public DeviceRuntime {
   void abort_capture() const noexcept override;
   void replay(const void* graph) const override;
 
+  // Timing with events on the stream (cuEventRecord; cuEventElapsedTime after synchronize; cuda_timing.cpp).
+  // Marking while the stream is being captured is an InternalError: the event would be a node of the graph.
+  std::unique_ptr<Mark> mark() const override;
+  double elapsed_ms(const Mark& from, const Mark& to) const override;
+  bool device_clock() const override { return true; }
+  struct EventPool;  // cuda_timing.cpp
+  static std::shared_ptr<EventPool> make_event_pool(const Context& context);
+
   // An uninitialised device tensor (the output of a kernel that has no planned buffer).
   Tensor empty(DType dtype, const std::vector<int64_t>& shape) const;
   const Context& context() const { return context_; }
@@ -50,6 +58,7 @@ class CudaRuntime final : public DeviceRuntime {
   Options cache_options_;
   struct Capture;
   mutable std::shared_ptr<Capture> capturing_;  // set between begin_capture and end_capture
+  std::shared_ptr<EventPool> events_;  // timing events marks give back, so a profiled run creates none
   mutable std::once_flag ops_once_;
   mutable std::unique_ptr<DeviceOps> ops_;
 };
