@@ -13,6 +13,7 @@
 #include "kiln/options.h"
 #include "loops/pointwise.h"
 #include "loops/row_kernel.h"
+#include "schedule/fuse_attention.h"
 #include "schedule/fuse_library.h"
 #include "schedule/fuse_pointwise.h"
 #include "schedule/softmax_route.h"
@@ -40,6 +41,8 @@ struct Fusions {
   // Groups may hold f16 / bf16 values (kernels that compute them in f32); without it those nodes are
   // left to the node kernels, which widen them.
   bool half_floats = false;
+  // Attention chains become one group each (schedule/fuse_attention.h) for BackendCompile::attention_kernel.
+  bool attention = false;
 };
 
 // What a compile's tuning did, for RunStats and the terminal.
@@ -108,6 +111,9 @@ class BackendCompile {
   // One kernel per group, in order (compiled together).
   virtual std::vector<std::unique_ptr<Kernel>> generated_kernels(const Graph& g,
                                                                  const std::vector<GeneratedGroup>& groups) = 0;
+  // The kernel of an attention group, or null when the backend refuses it (its nodes stay with the
+  // other passes). Only asked where Fusions::attention says so.
+  virtual std::unique_ptr<Kernel> attention_kernel(const Graph&, const schedule::AttentionGroup&) { return nullptr; }
   // A node that runs on its own: its eager kernel (or a view).
   virtual std::unique_ptr<Kernel> node_kernel(const Graph& g, const Node& node) = 0;
   // A graph constant a step reads, where the backend's kernels read it (a device uploads it once, in

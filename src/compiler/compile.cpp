@@ -87,6 +87,7 @@ Executable compile(Graph graph, const backend::Backend& backend, const Options& 
   if (mode == Mode::compiled) passes.run("decompose", [&] { decompose_graph(g, options); });
   if (!fuse.half_floats) s.unfusable = half_nodes(g);
   check_input_sizes(g, options);
+  if (fuse.attention) passes.run("fuse_attention", [&] { fuse_attention_calls(s); });
   if (fuse.library || fuse.rows) passes.run_text("route_softmax", "route", [&] { return route_softmax(s); });
   if (fuse.library) passes.run("fuse_library", [&] { fuse_library_calls(s); });
   if (fuse.rows) passes.run("fuse_rows", [&] { fuse_row_kernels(s); });

@@ -31,6 +31,7 @@ struct CompileState {
 };
 
 // The passes of compile() that need more than a line, one file each.
+void fuse_attention_calls(CompileState& s);        // fuse_attention_calls.cpp: attention groups + the backend's kernels
 std::string route_softmax(CompileState& s);        // route_softmax.cpp: the router, once; returns its explanation
 void fuse_library_calls(CompileState& s);          // fuse_library_calls.cpp: groups + the backend's library kernels
 void fuse_row_kernels(CompileState& s);            // fuse_generated.cpp

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fmt/format.h>
 #include <set>
 
 #include "common/zoo_models.h"
@@ -13,6 +14,7 @@
 #include "support/error.h"
 
 #ifdef KILN_HAVE_CUDA
+#include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/nvrtc.h"
@@ -27,6 +29,7 @@ using test_common::ZooModel;
 struct Counts {
   int generated = 0, compiled = 0, library = 0, nodes = 0;
   int half_kernels = 0;  // distinct kernels that read or write bf16 / f16 memory
+  int attention = 0;     // attention groups (their kernel compiled once per variant)
   std::vector<std::string> missing;  // what has no device route
 };
 
@@ -81,6 +84,19 @@ class CudaCodegenBackend final : public backend::Backend {
         kernels.push_back(std::make_unique<Unrun>());
       }
       return kernels;
+    }
+    std::unique_ptr<backend::Kernel> attention_kernel(const Graph& g, const schedule::AttentionGroup& a) override {
+      counts_.attention++;
+      const backend::cuda::AttentionSpec spec{g.value(a.q).type.dtype, a.head_dim, a.mask != kNoValue, a.guard};
+      const std::string name = fmt::format("attention_{}_{}_{}_{}", dtype_name(spec.dtype), spec.head_dim, spec.mask,
+                                           spec.guard);
+      if (compiled_.insert(name).second) {
+        const backend::cuda::CompiledCubin c =
+            backend::cuda::compile_to_cubin(backend::cuda::attention_source(name, spec), name + ".cu", "sm_90a");
+        EXPECT_EQ(c.log, "") << name;
+        counts_.compiled++;
+      }
+      return std::make_unique<Unrun>();
     }
     std::unique_ptr<backend::Kernel> node_kernel(const Graph& g, const Node& node) override {
       counts_.nodes++;
@@ -141,7 +157,8 @@ TEST_P(CudaCodegenZoo, EveryKernelCompilesWithNvrtcAndEveryNodeHasADeviceRoute) 
   if (precision != "fp32" && c.has_generated) {
     EXPECT_GT(counts.half_kernels, 0) << "no generated kernel reads or writes " << precision;
   }
-  std::cout << c.name << " " << precision << ": " << counts.half_kernels << " half kernels, " << counts.generated << " generated groups (" << counts.compiled
+  std::cout << c.name << " " << precision << ": " << counts.attention << " attention groups, " << counts.half_kernels
+            << " half kernels, " << counts.generated << " generated groups (" << counts.compiled
             << " distinct kernels compiled), " << counts.library << " library groups, " << counts.nodes
             << " lone nodes\n";
 #endif

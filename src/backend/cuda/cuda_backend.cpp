@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/cubin_cache.h"
+#include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_runtime.h"
@@ -44,6 +45,10 @@ class CudaCompile final : public BackendCompile {
     return kernels;
   }
 
+  std::unique_ptr<Kernel> attention_kernel(const Graph& g, const schedule::AttentionGroup& group) override {
+    return make_attention_kernel(runtime_, g, group, modules_);
+  }
+
   std::unique_ptr<Kernel> node_kernel(const Graph& g, const Node& node) override {
     return make_node_kernel(runtime_, g, node, options_, modules_);
   }
@@ -77,7 +82,12 @@ Fusions CudaBackend::fusions(const Options&) const { return cuda_fusions(); }
 schedule::RoutingThresholds CudaBackend::routing_thresholds(const Options&) const { return cuda_routing_thresholds(); }
 
 Fusions cuda_fusions() {
-  return Fusions{.library = true, .rows = true, .pointwise = true, .pointwise_singletons = true, .half_floats = true};
+  return Fusions{.library = true,
+                 .rows = true,
+                 .pointwise = true,
+                 .pointwise_singletons = true,
+                 .half_floats = true,
+                 .attention = true};
 }
 
 schedule::RoutingThresholds cuda_routing_thresholds() {

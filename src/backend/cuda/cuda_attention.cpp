@@ -1,0 +1,130 @@
+// Attention groups (schedule/fuse_attention.h) as one kernel: scores, mask, online softmax and the
+// product with V, without the [B,H,Sq,Sk] scores in memory. A block takes one (batch, head) and 8
+// query rows (2 per warp); key tiles of 32 go through shared memory, one key per lane for the scores,
+// the output's D columns spread over the lanes. fp32 arithmetic for every dtype (halves widened on
+// load, the output rounded once). CUDA cores, no tensor cores yet: it is written for the short
+// sequences of batch-1 inference, where it replaces seven launches (three Transposes, two batched
+// products, the softmax, the Transpose back) with one.
+//
+// Softmax semantics as kiln's row kernels: a row whose scores are all -inf, or hold NaN or +inf, is NaN
+// (zeros with the group's guard); keys past Sk count as -inf.
+#include "backend/cuda/cuda_attention.h"
+
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_runtime.h"
+#include "support/error.h"
+
+namespace kiln::backend::cuda {
+namespace {
+
+// Strides (in elements) of a contiguous tensor of `dims`.
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
+class AttentionKernel final : public Kernel {
+ public:
+  AttentionKernel(const CudaRuntime& runtime, const Graph& g, const schedule::AttentionGroup& a, ModuleCache& modules)
+      : runtime_(runtime),
+        a_(a),
+        what_(g.describe(g.nodes[size_t(a.nodes.back())])),
+        spec_{g.value(a.q).type.dtype, a.head_dim, a.mask != kNoValue, a.guard},
+        function_(compiled(spec_, modules)) {}
+
+  std::vector<Tensor> launch(const LaunchArgs& args) const override {
+    const Tensor& q = *args.inputs.at(0);
+    const Tensor& k = *args.inputs.at(1);
+    const Tensor& v = *args.inputs.at(2);
+    const Tensor* mask = spec_.mask ? args.inputs.at(3) : nullptr;
+    for (const Tensor* t : {&q, &k, &v})
+      if (t->rank() != 4 || t->dtype() != spec_.dtype)
+        user_error("{}: attention operand {} {}", what_, dtype_name(t->dtype()), t->shape_string());
+    const View qv = view(q, a_.q_perm), kv = view(k, a_.k_perm), vv = view(v, a_.v_perm);
+    const int64_t batch = qv.dims[0], heads = qv.dims[1], sq = qv.dims[2], sk = kv.dims[2];
+    if (kv.dims[0] != batch || vv.dims[0] != batch || kv.dims[1] != heads || vv.dims[1] != heads ||
+        vv.dims[2] != sk || qv.dims[3] != a_.head_dim || kv.dims[3] != a_.head_dim || vv.dims[3] != a_.head_dim)
+      user_error("{}: attention of Q {}, K {} and V {} do not agree", what_, q.shape_string(), k.shape_string(),
+                 v.shape_string());
+    // The output [B,H,Sq,D] is `output`'s dims through out_perm.
+    std::vector<int64_t> out_dims(4);
+    const std::array<int64_t, 4> o_dims{batch, heads, sq, a_.head_dim};
+    for (int i = 0; i < 4; ++i) out_dims[size_t(a_.out_perm[size_t(i)])] = o_dims[size_t(i)];
+    Tensor out = output_buffer(runtime_, args, 0, spec_.dtype, out_dims, what_);
+    if (out.numel() == 0) return {out};
+    const std::vector<int64_t> os = contiguous_strides(out_dims);
+    std::array<long long, 4> o_strides{}, m_strides{};
+    for (int i = 0; i < 4; ++i) o_strides[size_t(i)] = os[size_t(a_.out_perm[size_t(i)])];
+    if (mask) {
+      if (mask->rank() > 4 || mask->dtype() != spec_.dtype)
+        user_error("{}: mask {} {}", what_, dtype_name(mask->dtype()), mask->shape_string());
+      const std::vector<int64_t> ms = contiguous_strides(mask->shape());
+      const std::array<int64_t, 4> want{batch, heads, sq, sk};
+      for (int i = 0; i < mask->rank(); ++i) {
+        const size_t at = size_t(4 - mask->rank() + i);
+        const int64_t d = mask->dim(i);
+        if (d != 1 && d != want[at]) user_error("{}: mask {} for scores [{}, {}, {}, {}]", what_, mask->shape_string(), batch, heads, sq, sk);
+        m_strides[at] = d == 1 ? 0 : ms[size_t(i)];
+      }
+    }
+    CUdeviceptr pq = device_ptr(q), pk = device_ptr(k), pv = device_ptr(v), pm = mask ? device_ptr(*mask) : 0,
+                po = device_ptr(out);
+    long long h = heads, n_q = sq, n_k = sk;
+    std::array<long long, 4> qs = qv.strides, ks = kv.strides, vs = vv.strides;
+    float scale = static_cast<float>(a_.scale);
+    std::vector<void*> params{&pq, &pk, &pv, &pm, &po, &h, &n_q, &n_k};
+    for (auto* s : {&qs, &ks, &vs, &m_strides, &o_strides})
+      for (long long& x : *s) params.push_back(&x);
+    params.push_back(&scale);
+    LaunchConfig config;
+    if (batch * heads > int64_t{0x7fffffff}) user_error("{}: {} batch x heads", what_, batch * heads);
+    config.grid.x = static_cast<unsigned>(batch * heads);
+    config.grid.y = static_cast<unsigned>(std::min<int64_t>((sq + kAttentionRowsPerBlock - 1) / kAttentionRowsPerBlock, 65535));
+    config.block.x = kAttentionThreads;
+    launch_kernel(runtime_.cuda_stream(), function_, config, params);
+    return {out};
+  }
+
+ private:
+  struct View {
+    std::array<int64_t, 4> dims{};
+    std::array<long long, 4> strides{};
+  };
+  // Named by its content (the text with a placeholder name), as the generated kernels are.
+  static Function compiled(const AttentionSpec& spec, ModuleCache& modules) {
+    const std::string name = content_name("attn", attention_source("kiln_attention", spec));
+    return modules.get(name, attention_source(name, spec)).function(name);
+  }
+  // The [B,H,S,D] view of a contiguous rank-4 tensor: view dim i is the tensor's dim perm[i].
+  static View view(const Tensor& t, const std::array<int, 4>& perm) {
+    const std::vector<int64_t> s = contiguous_strides(t.shape());
+    View v;
+    for (int i = 0; i < 4; ++i) {
+      v.dims[size_t(i)] = t.dim(perm[size_t(i)]);
+      v.strides[size_t(i)] = s[size_t(perm[size_t(i)])];
+    }
+    return v;
+  }
+
+  const CudaRuntime& runtime_;
+  schedule::AttentionGroup a_;
+  std::string what_;
+  AttentionSpec spec_;
+  Function function_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_attention_kernel(const CudaRuntime& runtime, const Graph& g,
+                                              const schedule::AttentionGroup& group, ModuleCache& modules) {
+  const DType t = g.value(group.q).type.dtype;
+  if (t != DType::f32 && t != DType::bf16 && t != DType::f16) return nullptr;
+  return std::make_unique<AttentionKernel>(runtime, g, group, modules);
+}
+
+}  // namespace kiln::backend::cuda

@@ -1,0 +1,34 @@
+// Attention groups (schedule/fuse_attention.h) on the device: one kernel per group (cuda_attention.cpp).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "backend/kernel.h"
+#include "ir/graph.h"
+#include "schedule/fuse_attention.h"
+
+namespace kiln::backend::cuda {
+
+class CudaRuntime;
+class ModuleCache;
+
+// What one compiled attention kernel is for.
+struct AttentionSpec {
+  DType dtype = DType::f32;  // of Q, K, V, the mask and the output: f32, bf16 or f16
+  int64_t head_dim = 64;     // D, 1 to 128
+  bool mask = false;         // an additive mask is read (input 3)
+  bool guard = false;        // NaN rows give zeros
+};
+
+// Its launch: a block of kAttentionThreads per (batch, head) and kAttentionRowsPerBlock query rows.
+inline constexpr int kAttentionThreads = 128;
+inline constexpr int kAttentionRowsPerBlock = 8;
+
+// The CUDA C++ of the kernel (cuda_attention_source.cpp), extern "C" `name` (the NVRTC-only test compiles it).
+std::string attention_source(const std::string& name, const AttentionSpec& spec);
+
+// The group's kernel; null for a dtype it does not take (the nodes then stay with the other passes).
+std::unique_ptr<Kernel> make_attention_kernel(const CudaRuntime& runtime, const Graph& g,
+                                              const schedule::AttentionGroup& group, ModuleCache& modules);
+
+}  // namespace kiln::backend::cuda

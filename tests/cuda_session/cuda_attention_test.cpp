@@ -1,0 +1,107 @@
+// The attention kernel (backend/cuda/cuda_attention.cpp) against the CPU's unfused chain (the GPU
+// machine; skipped elsewhere with "SKIPPED: ..."): the exporter's form (Transposes, both scales, an
+// additive mask, the NaN guard, the Transpose back) and the plain one, at sizes no tile divides, with
+// fully masked rows, partly masked rows, NaN and +inf among the inputs; fp32 within the accuracy of an
+// unfused run, bf16 and fp16 by the low-precision rule. A run's profile names the attention step.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "backend/cuda/device_probe.h"
+#include "ir/parser.h"
+#include "kiln/session.h"
+#include "runtime/compare.h"
+#include "runtime/inputs.h"
+
+namespace kiln {
+namespace {
+
+std::string exported(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t d, bool guard) {
+  const std::string q = fmt::format("f32[{},{},{},{}]", b, sq, h, d), kv = fmt::format("f32[{},{},{},{}]", b, sk, h, d);
+  std::string text = fmt::format(
+      "graph g(%q: {}, %k: {}, %v: {}, %m: f32[{},1,{},{}]) -> (%y) {{\n"
+      "  const %c: f32[] = [0.35355339]\n  const %z: f32[] = [0]\n"
+      "  %qt = Transpose(%q) {{perm=[0, 2, 1, 3]}}\n  %kt = Transpose(%k) {{perm=[0, 2, 3, 1]}}\n"
+      "  %vt = Transpose(%v) {{perm=[0, 2, 1, 3]}}\n  %qs = Mul(%qt, %c)\n  %ks = Mul(%kt, %c)\n"
+      "  %s = MatMul(%qs, %ks)\n  %sm = Add(%s, %m)\n  %p = Softmax(%sm) {{axis=-1}}\n",
+      q, kv, kv, b, sq, sk);
+  if (guard) text += "  %n = IsNaN(%p)\n  %pg = Where(%n, %z, %p)\n  %o = MatMul(%pg, %vt)\n";
+  else text += "  %o = MatMul(%p, %vt)\n";
+  return text + "  %y = Transpose(%o) {perm=[0, 2, 1, 3]}\n}\n";
+}
+
+class CudaAttention : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const backend::cuda::DeviceProbe probe = backend::cuda::probe_devices();
+    if (!probe.usable) GTEST_SKIP() << "SKIPPED: no usable GPU: " << probe.reason;
+  }
+
+  // Inputs with the hard cases: query row 1 of batch 0 fully masked, row 2 masked but for one key, a
+  // NaN in a query of row 3, +inf in a key (every row of that batch and head sees it).
+  static std::map<std::string, Tensor> hard_inputs(const Graph& g, uint64_t seed) {
+    std::map<std::string, Tensor> in = make_inputs(g, {}, seed);
+    Tensor& m = in.at("m");
+    const int64_t sq = m.dim(2), sk = m.dim(3);
+    for (int64_t j = 0; j < sk; ++j) {
+      m.data<float>()[1 * sk + j] = -INFINITY;
+      m.data<float>()[2 * sk + j] = j == sk - 1 ? 0.0f : -INFINITY;
+    }
+    if (sq > 3) in.at("q").data<float>()[3 * in.at("q").dim(2) * in.at("q").dim(3)] = NAN;
+    Tensor& k = in.at("k");
+    k.data<float>()[k.numel() - 1] = INFINITY;
+    return in;
+  }
+
+  static void check(const std::string& text, const char* precision, bool hard) {
+    Options options;
+    options.device = "cuda";
+    options.precision = precision;
+    Session gpu = Session::from_graph(parse_graph(text), Mode::compiled, options, {});
+    Session cpu = Session::from_graph(parse_graph(text), Mode::compiled, Options{}, {});
+    for (uint64_t seed = 1; seed <= 3; ++seed) {  // launched, captured, replayed
+      const std::map<std::string, Tensor> inputs = hard ? hard_inputs(gpu.graph(), seed) : make_inputs(gpu.graph(), {}, seed);
+      const Tensor got = gpu.run(inputs).at("y"), want = cpu.run(inputs).at("y");
+      if (std::string(precision) == "fp32") {
+        const CloseResult r = all_close(got, want, 1e-4, 1e-5);
+        EXPECT_TRUE(r.ok) << precision << " seed " << seed << ": " << r.reason << " (max abs err " << r.max_abs_err << ")";
+      } else {
+        const LowPrecisionResult r = low_precision_rule(got, want);
+        EXPECT_TRUE(r.pass) << precision << " seed " << seed << ": " << r.detail;
+      }
+    }
+    RunProfile profile;
+    gpu.run(make_inputs(gpu.graph(), {}, 9), &profile);
+    int attention = 0;
+    for (const StepProfile& st : profile.steps) attention += st.label.find("attention") != std::string::npos;
+    EXPECT_EQ(attention, 1) << "one attention step";
+  }
+};
+
+TEST_F(CudaAttention, TheExportedFormMatchesTheUnfusedChainWithTheHardCases) {
+  for (bool guard : {true, false}) {
+    check(exported(2, 37, 37, 3, 64, guard), "fp32", true);
+    check(exported(1, 5, 53, 2, 40, guard), "fp32", true);  // a head dim that is not a multiple of 32
+  }
+}
+
+TEST_F(CudaAttention, HalfPrecisionsMeetTheLowPrecisionRule) {
+  for (const char* precision : {"bf16", "fp16"}) {
+    check(exported(1, 128, 128, 12, 64, true), precision, false);
+    check(exported(2, 33, 70, 4, 32, true), precision, false);
+  }
+}
+
+TEST_F(CudaAttention, PlainTensorsWithoutAMask) {
+  check(R"(graph g(%q: f32[2,3,45,16], %kt: f32[2,3,16,77], %v: f32[2,3,77,16]) -> (%y) {
+  %s = MatMul(%q, %kt)
+  %p = Softmax(%s) {axis=-1}
+  %y = MatMul(%p, %v)
+}
+)",
+        "fp32", false);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,141 @@
+// schedule/fuse_attention.h: which chains become one attention group, read through which
+// permutations, with which scale, mask and guard; bert's plan on a backend with attention kernels.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ir/parser.h"
+#include "onnx/import.h"
+#include "passes/passes.h"
+#include "schedule/fuse_attention.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using schedule::AttentionGroup;
+
+std::vector<AttentionGroup> groups_of(const std::string& text) {
+  Graph g = parse_graph(text);
+  infer_shapes(g, Options{});
+  return schedule::find_attention_groups(g, {});
+}
+
+// The exporter's form: [B,S,H,D] views transposed, each side scaled, an additive mask, the NaN guard,
+// and the Transpose back to [B,S,H,D].
+constexpr const char* kExported = R"(graph g(%q: f32[1,7,2,8], %k: f32[1,7,2,8], %v: f32[1,7,2,8], %m: f32[1,1,7,7]) -> (%y) {
+  const %c: f32[] = [0.5]
+  const %z: f32[] = [0]
+  %qt = Transpose(%q) {perm=[0, 2, 1, 3]}
+  %kt = Transpose(%k) {perm=[0, 2, 3, 1]}
+  %vt = Transpose(%v) {perm=[0, 2, 1, 3]}
+  %qs = Mul(%qt, %c)
+  %ks = Mul(%kt, %c)
+  %s = MatMul(%qs, %ks)
+  %sm = Add(%s, %m)
+  %p = Softmax(%sm) {axis=-1}
+  %n = IsNaN(%p)
+  %pg = Where(%n, %z, %p)
+  %o = MatMul(%pg, %vt)
+  %y = Transpose(%o) {perm=[0, 2, 1, 3]}
+}
+)";
+
+TEST(FuseAttention, TheExportedChainIsOneGroupReadThroughItsTransposes) {
+  const std::vector<AttentionGroup> groups = groups_of(kExported);
+  ASSERT_EQ(groups.size(), 1u);
+  const AttentionGroup& a = groups[0];
+  EXPECT_EQ(a.nodes.size(), 12u) << "every node of the chain";
+  EXPECT_EQ(a.q_perm, (std::array<int, 4>{0, 2, 1, 3}));
+  EXPECT_EQ(a.k_perm, (std::array<int, 4>{0, 2, 1, 3})) << "K^T's [0,2,3,1] read as K [B,H,Sk,D]";
+  EXPECT_EQ(a.v_perm, (std::array<int, 4>{0, 2, 1, 3}));
+  EXPECT_EQ(a.out_perm, (std::array<int, 4>{0, 2, 1, 3}));
+  EXPECT_DOUBLE_EQ(a.scale, 0.25);
+  EXPECT_TRUE(a.guard);
+  EXPECT_NE(a.mask, kNoValue);
+  EXPECT_EQ(a.head_dim, 8);
+}
+
+TEST(FuseAttention, PlainTensorsAndNoMaskAreAGroupToo) {
+  const std::vector<AttentionGroup> groups = groups_of(R"(graph g(%q: f32[2,3,5,4], %kt: f32[2,3,4,6], %v: f32[2,3,6,4]) -> (%o) {
+  %s = MatMul(%q, %kt)
+  %p = Softmax(%s) {axis=-1}
+  %o = MatMul(%p, %v)
+}
+)");
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].k_perm, (std::array<int, 4>{0, 1, 3, 2}));
+  EXPECT_EQ(groups[0].mask, kNoValue);
+  EXPECT_FALSE(groups[0].guard);
+  EXPECT_DOUBLE_EQ(groups[0].scale, 1.0);
+}
+
+TEST(FuseAttention, WhatAnotherNodeReadsStaysOutside) {
+  // The probabilities are a graph output: no group (they would never be written).
+  EXPECT_TRUE(groups_of(R"(graph g(%q: f32[1,2,5,4], %kt: f32[1,2,4,5], %v: f32[1,2,5,4]) -> (%o, %p) {
+  %s = MatMul(%q, %kt)
+  %p = Softmax(%s) {axis=-1}
+  %o = MatMul(%p, %v)
+}
+)").empty());
+  // A Transpose read elsewhere too is not absorbed: its output is read as it is.
+  const std::vector<AttentionGroup> groups = groups_of(R"(graph g(%q: f32[1,5,2,4], %kt: f32[1,2,4,5], %v: f32[1,2,5,4]) -> (%o, %qt) {
+  %qt = Transpose(%q) {perm=[0, 2, 1, 3]}
+  %s = MatMul(%qt, %kt)
+  %p = Softmax(%s) {axis=-1}
+  %o = MatMul(%p, %v)
+}
+)");
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].q_perm, (std::array<int, 4>{0, 1, 2, 3}));
+  // A softmax over another axis, or a head dim past 128, is no attention kernel's.
+  EXPECT_TRUE(groups_of(R"(graph g(%q: f32[1,2,5,4], %kt: f32[1,2,4,5], %v: f32[1,2,5,4]) -> (%o) {
+  %s = MatMul(%q, %kt)
+  %p = Softmax(%s) {axis=2}
+  %o = MatMul(%p, %v)
+}
+)").empty());
+  EXPECT_TRUE(groups_of(R"(graph g(%q: f32[1,1,5,129], %kt: f32[1,1,129,5], %v: f32[1,1,5,129]) -> (%o) {
+  %s = MatMul(%q, %kt)
+  %p = Softmax(%s) {axis=-1}
+  %o = MatMul(%p, %v)
+}
+)").empty());
+}
+
+// bert (the zoo graph, zero weights of the right size): its 12 layers are 12 groups, each with the mask
+// and the guard, scaled by 1/sqrt(64).
+TEST(FuseAttention, BertHasOneGroupPerLayer) {
+  const fs::path data = fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "zoo";
+  std::ifstream manifest_file(data / "manifest.json");
+  ASSERT_TRUE(manifest_file.good());
+  const nlohmann::json bert = nlohmann::json::parse(manifest_file)["models"]["bert"];
+  const fs::path dir = fs::temp_directory_path() / ("kiln_attention_plan_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(data / "bert.onnx", dir / "bert.onnx", fs::copy_options::overwrite_existing);
+  int fd = ::open((dir / bert["weights_file_not_shipped"].get<std::string>()).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, bert["weights_bytes"].get<int64_t>()), 0);
+  ::close(fd);
+  Options options;
+  Graph g = import_onnx((dir / "bert.onnx").string(), options);
+  prepare_graph(g, {{"batch", 1}, {"seq", 128}}, options);
+  const std::vector<AttentionGroup> groups = schedule::find_attention_groups(g, {});
+  EXPECT_EQ(groups.size(), 12u);
+  for (const AttentionGroup& a : groups) {
+    EXPECT_TRUE(a.guard);
+    EXPECT_NE(a.mask, kNoValue);
+    EXPECT_NEAR(a.scale, 0.125, 1e-6);
+    EXPECT_EQ(a.head_dim, 64);
+    EXPECT_EQ(a.out_perm, (std::array<int, 4>{0, 2, 1, 3})) << "the Transpose back is in the group";
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln
