@@ -49,7 +49,7 @@ class CudaCodegenBackend final : public backend::Backend {
   explicit CudaCodegenBackend(Counts& counts) : counts_(counts) {}
   std::string name() const override { return "cuda-codegen-test"; }
   std::string device_key(const Options&) const override { return "cuda-codegen-test"; }
-  backend::Fusions fusions(const Options&) const override { return backend::cuda::cuda_fusions(); }
+  backend::Fusions fusions(const Options& options) const override { return backend::cuda::cuda_fusions(options); }
   schedule::RoutingThresholds routing_thresholds(const Options&) const override {
     return backend::cuda::cuda_routing_thresholds();
   }
@@ -144,6 +144,7 @@ TEST_P(CudaCodegenZoo, EveryKernelCompilesWithNvrtcAndEveryNodeHasADeviceRoute) 
   }
   Options options;
   options.precision = precision;
+  options.cuda_attention = true;  // its groups compile too (off by default)
   Counts counts;
   CudaCodegenBackend backend(counts);
   compiler::Executable exe = compiler::compile(import_onnx(path.string(), options), backend, options, Mode::compiled, c.dims);

@@ -78,16 +78,16 @@ std::string CudaBackend::device_key(const Options&) const {
                      d.sm_count, cuda_version_text(driver().driver_version), rtc.major, rtc.minor);
 }
 
-Fusions CudaBackend::fusions(const Options&) const { return cuda_fusions(); }
+Fusions CudaBackend::fusions(const Options& options) const { return cuda_fusions(options); }
 schedule::RoutingThresholds CudaBackend::routing_thresholds(const Options&) const { return cuda_routing_thresholds(); }
 
-Fusions cuda_fusions() {
+Fusions cuda_fusions(const Options& options) {
   return Fusions{.library = true,
                  .rows = true,
                  .pointwise = true,
                  .pointwise_singletons = true,
                  .half_floats = true,
-                 .attention = true};
+                 .attention = options.cuda_attention};
 }
 
 schedule::RoutingThresholds cuda_routing_thresholds() {

@@ -14,7 +14,7 @@ namespace kiln::backend::cuda {
 class CudaRuntime;
 
 // What CudaBackend::fusions and routing_thresholds return (tests compile for the CUDA backend without a GPU).
-Fusions cuda_fusions();
+Fusions cuda_fusions(const Options& options);
 schedule::RoutingThresholds cuda_routing_thresholds();
 
 class CudaBackend final : public Backend {
