@@ -1,7 +1,8 @@
 // The f16 / bf16 conversions of the generated kernels' preamble (codegen/cuda/scalar_cuda.cpp), compiled
 // as host C++ (the same integer arithmetic runs on the device) and checked against kiln's host
 // conversions (include/kiln/tensor.h): every f16 word widened, and f32 bit patterns across the whole
-// range (every 251st, plus the edges of rounding, overflow and the subnormals) narrowed to both types.
+// range (every 251st, plus the edges of rounding, overflow and the subnormals) narrowed to both types,
+// and f64 values (every half tie and its neighbours, random patterns) narrowed with one rounding.
 // The emitted text of a half kernel, and its NVRTC compile, are checked too.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "common/temp_dir.h"
 #include "cuda_test_util.h"
 #include "kiln/tensor.h"
+#include "ops/elementwise/elementwise.h"
 
 namespace kiln::backend::cuda::testing {
 namespace {
@@ -35,6 +37,8 @@ extern "C" float test_f16_to_f32(unsigned short h) { return kiln_f16_to_f32(h); 
 extern "C" float test_bf16_to_f32(unsigned short h) { return kiln_bf16_to_f32(h); }
 extern "C" unsigned short test_f32_to_f16(float f) { return kiln_f32_to_f16(f); }
 extern "C" unsigned short test_f32_to_bf16(float f) { return kiln_f32_to_bf16(f); }
+extern "C" unsigned short test_f64_to_f16(double d) { return kiln_f32_to_f16(kiln_f64_to_f32_odd(d)); }
+extern "C" unsigned short test_f64_to_bf16(double d) { return kiln_f32_to_bf16(kiln_f64_to_f32_odd(d)); }
 )";
 
 class HalfConversions : public ::testing::Test {
@@ -104,6 +108,45 @@ TEST_F(HalfConversions, NarrowingRoundsToNearestEvenAcrossTheRange) {
     ASSERT_TRUE(same_word(f16(f), float_to_half(f), false)) << "f32 bits " << std::hex << u << ": " << f16(f)
                                                             << " vs " << float_to_half(f);
     ASSERT_TRUE(same_word(bf16(f), float_to_bf16(f), true)) << "f32 bits " << std::hex << u;
+  }
+}
+
+// f64 -> f16 / bf16 (a Cast from f64 or an integer): one rounding of the double, as kiln's Cast
+// (ops/elementwise/cast.cpp) does, at each half's ties and just off them (where rounding through f32
+// first would round twice), across the f64 range and at the edges of overflow and of the subnormals.
+TEST_F(HalfConversions, NarrowingADoubleRoundsOnce) {
+  auto* f16 = entry<unsigned short(double)>("test_f64_to_f16");
+  auto* bf16 = entry<unsigned short(double)>("test_f64_to_bf16");
+  ASSERT_TRUE(f16 && bf16);
+  std::vector<double> values;
+  for (uint32_t h = 0; h < 0x7fff; ++h) {
+    for (bool b : {false, true}) {
+      const double v = b ? bf16_to_float(uint16_t(h)) : half_to_float(uint16_t(h));
+      const double next = b ? bf16_to_float(uint16_t(h + 1)) : half_to_float(uint16_t(h + 1));
+      if (!std::isfinite(v) || !std::isfinite(next)) continue;
+      const double tie = v + (next - v) / 2;
+      for (double d : {tie, std::nextafter(tie, 0.0), std::nextafter(tie, INFINITY), tie + (next - v) * 0x1p-30,
+                       tie - (next - v) * 0x1p-30, v, v + (next - v) * 0x1p-40})
+        for (double sign : {1.0, -1.0}) values.push_back(sign * d);
+    }
+  }
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 200000; ++i) {  // random f64 bit patterns
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    double d;
+    std::memcpy(&d, &x, sizeof d);
+    values.push_back(d);
+  }
+  for (double d : std::initializer_list<double>{0.0, -0.0, INFINITY, -INFINITY, NAN, 65520.0, 65519.999, 0x1.fep127 + 0x1p119, 0x1.fep127,
+                   0x1.fffffep127, 0x1p128, 1e300, 0x1p-25, 0x1.0000000001p-25, 0x1p-134, 0x1.00001p-134, 1e-300,
+                   0x1p-149, 0x1p-150, 0x1.8p-150})
+    for (double sign : {1.0, -1.0}) values.push_back(sign * d);
+  const Tensor doubles = Tensor::from_vector<double>(DType::f64, {int64_t(values.size())}, values);
+  const Tensor want16 = elementwise::convert_elements(doubles, DType::f16, false);
+  const Tensor want_bf = elementwise::convert_elements(doubles, DType::bf16, false);
+  for (size_t i = 0; i < values.size(); ++i) {
+    ASSERT_TRUE(same_word(f16(values[i]), want16.data<uint16_t>()[i], false)) << "f16 of " << std::hexfloat << values[i];
+    ASSERT_TRUE(same_word(bf16(values[i]), want_bf.data<uint16_t>()[i], true)) << "bf16 of " << std::hexfloat << values[i];
   }
 }
 

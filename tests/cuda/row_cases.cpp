@@ -118,24 +118,24 @@ Graph softmax_graph(Shape shape, bool log, DType dtype) {
 }
 
 // bert's attention probabilities: Where(IsNaN(s), 0, s), s = Softmax(scores + Where(mask, 0, -inf)).
-Graph masked_softmax_graph(int64_t heads) {
+Graph masked_softmax_graph(int64_t heads, DType t = DType::f32) {
   GraphBuilder b("attention");
   const Dim seq = Dim::sym("seq");
-  ValueId scores = b.input("scores", DType::f32, Shape{Dim::fixed(1), Dim::fixed(heads), seq, seq});
+  ValueId scores = b.input("scores", t, Shape{Dim::fixed(1), Dim::fixed(heads), seq, seq});
   ValueId mask = b.input("mask", DType::boolean, Shape{Dim::fixed(1), Dim::fixed(1), seq, seq});
-  ValueId bias = b.op(OpKind::Where, {mask, b.scalar(DType::f32, 0.0), b.scalar(DType::f32, -INFINITY)});
+  ValueId bias = b.op(OpKind::Where, {mask, b.scalar(t, 0.0), b.scalar(t, -INFINITY)});
   ValueId s = b.op(OpKind::Softmax, {b.op(OpKind::Add, {scores, bias})}, {{"axis", -1}});
-  b.output(b.op(OpKind::Where, {b.op(OpKind::IsNaN, {s}), b.scalar(DType::f32, 0.0), s}), "probs");
+  b.output(b.op(OpKind::Where, {b.op(OpKind::IsNaN, {s}), b.scalar(t, 0.0), s}), "probs");
   return finish(b);
 }
 
-// LayerNormalization(a + b) over the last dim of [rows, hidden].
-Graph residual_layernorm_graph(int64_t hidden, bool with_bias) {
+// LayerNormalization(a + b) over the last dim of [rows, hidden] (gamma and beta of the same dtype).
+Graph residual_layernorm_graph(int64_t hidden, bool with_bias, DType t = DType::f32) {
   GraphBuilder b("layernorm");
-  ValueId x = b.input("a", DType::f32, Shape{kN, Dim::fixed(hidden)});
-  ValueId y = b.input("b", DType::f32, Shape{kN, Dim::fixed(hidden)});
-  std::vector<ValueId> in{b.op(OpKind::Add, {x, y}), b.constant("gamma", random_normal(DType::f32, {hidden}, 1.0, 0.2, 7))};
-  if (with_bias) in.push_back(b.constant("beta", random_normal(DType::f32, {hidden}, 0.0, 0.5, 8)));
+  ValueId x = b.input("a", t, Shape{kN, Dim::fixed(hidden)});
+  ValueId y = b.input("b", t, Shape{kN, Dim::fixed(hidden)});
+  std::vector<ValueId> in{b.op(OpKind::Add, {x, y}), b.constant("gamma", random_normal(t, {hidden}, 1.0, 0.2, 7))};
+  if (with_bias) in.push_back(b.constant("beta", random_normal(t, {hidden}, 0.0, 0.5, 8)));
   b.output(b.op(OpKind::LayerNormalization, in, {{"axis", -1}, {"epsilon", 1e-5}}), "y");
   return finish(b);
 }
@@ -150,9 +150,9 @@ Graph layernorm_two_axes_graph(int stash_type) {
   return finish(b);
 }
 
-Graph reduce_graph(OpKind op, Shape shape, std::vector<int64_t> axes, int keepdims) {
+Graph reduce_graph(OpKind op, Shape shape, std::vector<int64_t> axes, int keepdims, DType t = DType::f32) {
   GraphBuilder b("reduce");
-  ValueId x = b.input("x", DType::f32, std::move(shape));
+  ValueId x = b.input("x", t, std::move(shape));
   std::vector<ValueId> in{x};
   if (!axes.empty()) in.push_back(b.ints(axes));
   b.output(b.op(op, in, {{"keepdims", keepdims}}), "y");
@@ -173,6 +173,34 @@ std::vector<Sizes> nw(std::initializer_list<std::pair<int64_t, int64_t>> list) {
   std::vector<Sizes> out;
   for (auto [n, w] : list) out.push_back({{"n", n}, {"w", w}});
   return out;
+}
+
+// bf16 and f16: softmax (a row of -inf among them), bert's masked softmax (a fully masked row),
+// log-softmax, LayerNorm (computed in f32: schedule/row_nodes.cpp), ReduceSum and ReduceMean, at widths
+// that do not divide a block (1, 31, 1000 and more).
+void add_half_cases(std::vector<RowCase>& cases) {
+  using A = RowAccuracy;
+  for (DType t : {DType::bf16, DType::f16}) {
+    const std::string s = std::string("_") + std::string(dtype_name(t));
+    const bool bf = t == DType::bf16;
+    cases.push_back({"softmax" + s, [t] { return softmax_graph({kN, kW}, false, t); },
+                     nw({{1, 1}, {5, 31}, {3, 1000}, {2, 5000}}), A::softmax, 97, true});
+    // f16's at seq 1000 (one head): rows wider than a block of 256 threads.
+    cases.push_back({"masked_softmax" + s, [t, bf] { return masked_softmax_graph(bf ? 2 : 1, t); },
+                     {{{"seq", 1}}, {{"seq", 31}}, {{"seq", bf ? 257 : 1000}}}, A::softmax, 97, true});
+    cases.push_back({"log_softmax" + s, [t] { return softmax_graph({kN, kW}, true, t); },
+                     nw({{1, 1}, {5, 31}, {3, 1000}, {1, 4099}}), A::log_softmax, 97, true});
+    cases.push_back({"layernorm_residual" + s, [t] { return residual_layernorm_graph(1000, true, t); },
+                     {{{"n", 1}}, {{"n", 5}}}, A::layernorm, 3000});
+    cases.push_back({"layernorm_residual_31" + s, [t] { return residual_layernorm_graph(31, false, t); },
+                     {{{"n", 1}}, {{"n", 40}}}, A::layernorm, 300});
+    cases.push_back({"layernorm_width1" + s, [t] { return residual_layernorm_graph(1, true, t); },
+                     {{{"n", 1}}, {{"n", 9}}}, A::layernorm, 0});
+    cases.push_back({"reduce_sum_rows" + s, [t] { return reduce_graph(OpKind::ReduceSum, {kN, kW}, {-1}, 1, t); },
+                     nw({{1, 1}, {5, 31}, {3, 1000}, {2, 5000}, {2, 0}}), A::sum, 997, true});
+    cases.push_back({"reduce_mean_rows" + s, [t] { return reduce_graph(OpKind::ReduceMean, {kN, kW}, {-1}, 1, t); },
+                     nw({{1, 1}, {5, 31}, {3, 1000}, {2, 5000}, {2, 0}}), A::mean, 997, true});
+  }
 }
 
 std::vector<RowCase> make_cases() {
@@ -209,6 +237,7 @@ std::vector<RowCase> make_cases() {
                    A::exact, 3});
   cases.push_back({"log_softmax_gather", log_softmax_gather_graph, nw({{1, 1}, {40, 8}, {5, 31}, {3, 1000}, {2, 70000}}),
                    A::log_softmax, 97, true, true});
+  add_half_cases(cases);
   return cases;
 }
 
@@ -240,7 +269,20 @@ Tensor random_input(const RowCase& c, DType dtype, std::vector<int64_t> shape, i
   return elementwise::convert_elements(t, dtype, false);
 }
 
-double ulp_of(DType t) { return t == DType::f32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53); }
+// The unit roundoff of an accumulator: f16 and bf16 reductions accumulate in f32 (loops/row_kernel.h).
+double ulp_of(DType t) { return t == DType::f64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24); }
+
+bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+void set_element(Tensor& t, int64_t i, double v) {
+  switch (t.dtype()) {
+    case DType::f32: t.data<float>()[i] = static_cast<float>(v); break;
+    case DType::f64: t.data<double>()[i] = v; break;
+    case DType::f16: t.data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
+    case DType::bf16: t.data<uint16_t>()[i] = float_to_bf16(static_cast<float>(v)); break;
+    default: internal_error("row case input of {}", dtype_name(t.dtype()));
+  }
+}
 
 }  // namespace
 
@@ -266,11 +308,13 @@ BuiltRowCase build_row_case(const RowCase& c) {
   return built;
 }
 
+namespace {
+
 // u is the unit roundoff of the accumulator's dtype. A sum over a row is a tree of depth
 // d = ceil(cols / threads) (each thread's chain) + 5 (the warp butterfly) + threads / 32 (the warps, in
 // order), so its error is at most about d u times the sum of |terms| (the CPU's order is another tree:
 // only this bound, not its bits, is shared). Math functions add CUDA's documented ulps.
-RowTolerance row_tolerance(const RowCase& c, DType accumulator, int64_t cols, int threads) {
+RowTolerance f32_or_f64_tolerance(const RowCase& c, DType accumulator, int64_t cols, int threads) {
   const double u = ulp_of(accumulator);
   const double depth = static_cast<double>((cols + threads - 1) / threads + 5 + threads / 32);
   const double g = depth * u;
@@ -299,7 +343,24 @@ RowTolerance row_tolerance(const RowCase& c, DType accumulator, int64_t cols, in
   internal_error("unknown row accuracy");
 }
 
+}  // namespace
+
+RowTolerance row_tolerance(const RowCase& c, DType accumulator, DType output, int64_t cols, int threads) {
+  RowTolerance tol = f32_or_f64_tolerance(c, accumulator, cols, threads);
+  tol.output = output;
+  // A half output is the f32 result rounded once, at the store (LayerNorm's Cast to the half type
+  // rounds the same value): half an ulp of the output at the larger of the two values on top.
+  if (is_half(output) && c.accuracy != RowAccuracy::exact) {
+    tol.ulps = 0.5;
+    tol.why += fmt::format(", then 0.5 ulp of {} (the store's rounding)", dtype_name(output));
+  }
+  return tol;
+}
+
 std::string RowReport::summary() const {
+  if (half_output)
+    return fmt::format("{} elements ({} NaN expected), worst error {:.3f} of its bound, largest {:.3f} ulp of the output",
+                       elements, nan_expected, worst, max_ulps);
   return fmt::format("{} elements ({} NaN expected), worst error {:.3f} of its bound", elements, nan_expected, worst);
 }
 
@@ -328,10 +389,7 @@ RowReport run_row_case(const RowCase& c, const BuiltRowCase& built, const codege
       Tensor t = random_input(c, value.type.dtype, shape, cols, rng);
       const int64_t last = shape.empty() ? 1 : shape.back();
       if (c.neg_inf_row && is_float(t.dtype()) && last > 0 && t.numel() / last >= 3)
-        for (int64_t i = last; i < 2 * last; ++i) {
-          if (t.dtype() == DType::f32) t.data<float>()[i] = -INFINITY;
-          else t.data<double>()[i] = -INFINITY;
-        }
+        for (int64_t i = last; i < 2 * last; ++i) set_element(t, i, -INFINITY);
       if (t.dtype() == DType::boolean && last > 0)  // one fully masked row (the only one when there is one)
         for (int64_t i = 0; i < last; ++i) t.data<bool>()[(t.numel() / last > 1 ? last : 0) + i] = false;
       inputs.push_back(std::move(t));
@@ -349,7 +407,8 @@ RowReport run_row_case(const RowCase& c, const BuiltRowCase& built, const codege
     std::vector<int64_t> symbols;
     for (const schedule::SymbolSource& src : built.group.symbols) symbols.push_back(inputs.at(size_t(src.input)).dim(src.dim));
     const DType accumulator = k.reductions.empty() ? k.output.dtype : k.reductions[0].body.dtype();
-    const RowTolerance tol = row_tolerance(c, accumulator, cols, launch.threads_per_block);
+    const RowTolerance tol = row_tolerance(c, accumulator, k.output.dtype, cols, launch.threads_per_block);
+    report.half_output = is_half(k.output.dtype);
     std::vector<int64_t> grids = {launch.blocks(rows, cols)};
     if (rows > 2) grids.push_back(2);
     for (int64_t blocks : grids) {
@@ -366,12 +425,16 @@ RowReport run_row_case(const RowCase& c, const BuiltRowCase& built, const codege
         ++report.elements;
         report.nan_expected += std::isnan(w);
         bool ok = false;
-        if (std::isnan(w) || std::isinf(w)) {
-          ok = std::isnan(w) ? std::isnan(g) : g == w;
+        // A value beyond the output type's range must be stored as that infinity.
+        const double w_stored = std::fabs(w) >= overflow_threshold(k.output.dtype) ? std::copysign(INFINITY, w) : w;
+        if (std::isnan(w) || std::isinf(w_stored)) {
+          ok = std::isnan(w) ? std::isnan(g) : g == w_stored;
         } else {
-          const double bound = tol.atol + tol.rtol * std::fabs(w), err = std::fabs(g - w);
+          const double ulp = ulp_at(std::max(std::fabs(g), std::fabs(w)), k.output.dtype);
+          const double bound = tol.atol + tol.rtol * std::fabs(w) + tol.ulps * ulp, err = std::fabs(g - w);
           ok = err <= bound;  // false for a NaN g
           if (ok && bound > 0) report.worst = std::max(report.worst, err / bound);
+          if (ok && report.half_output) report.max_ulps = std::max(report.max_ulps, err / ulp);
         }
         if (!ok) {
           report.failures.push_back(fmt::format("{} at element {}: got {:a} ({}), want {:a} ({}); bound: {}", where, i,

@@ -1,6 +1,7 @@
 // The row kernels the CUDA row emitter is tested on: small graphs (GraphBuilder) that
 // schedule::find_row_groups fuses into one row group each (softmax, log-softmax, bert's masked softmax,
-// LayerNorm with a fused residual Add, Reduce* rows outputs, log-softmax + GatherElements), the sizes
+// LayerNorm with a fused residual Add, Reduce* rows outputs, log-softmax + GatherElements; f32 and f64,
+// and the first five in bf16 and f16 too), the sizes
 // each is run at, kiln's fp64 reference of the group's nodes, and the comparison with its tolerance.
 // Shared by the GPU test (row_cuda_test.cpp) and the host emulation (row_emulation_test.cpp).
 #pragma once
@@ -50,11 +51,14 @@ const RowCase& row_case(const std::string& name);
 BuiltRowCase build_row_case(const RowCase& c);
 
 struct RowTolerance {
-  double rtol = 0, atol = 0;  // |got - want| <= atol + rtol * |want|
+  double rtol = 0, atol = 0;  // |got - want| <= atol + rtol * |want| + ulps * ulp_at(max(|got|, |want|), output)
   std::string why;
+  double ulps = 0;  // 0.5 for an f16 / bf16 output (the store rounds the f32 result), else 0
+  DType output = DType::f32;
 };
-// The bound for rows of `cols` columns reduced in `accumulator` (f32 or f64) by blocks of `threads`.
-RowTolerance row_tolerance(const RowCase& c, DType accumulator, int64_t cols, int threads);
+// The bound for rows of `cols` columns reduced in `accumulator` (f32 or f64; f16 and bf16 reductions
+// accumulate in f32) by blocks of `threads`, stored as `output`.
+RowTolerance row_tolerance(const RowCase& c, DType accumulator, DType output, int64_t cols, int threads);
 
 // One launch: inputs (one per group input), the kernel's size arguments, output dtype and shape, grid.
 using RowKernelRunner =
@@ -63,8 +67,10 @@ using RowKernelRunner =
 
 struct RowReport {
   std::vector<std::string> failures;
-  double worst = 0;  // the largest |got - want| / (atol + rtol |want|) seen (<= 1 passes)
+  double worst = 0;  // the largest |got - want| / bound seen (<= 1 passes)
   int64_t elements = 0, nan_expected = 0;
+  bool half_output = false;
+  double max_ulps = 0;  // the largest |got - want| in ulps of the (half) output type
   std::string summary() const;
 };
 

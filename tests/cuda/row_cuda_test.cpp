@@ -131,6 +131,27 @@ TEST(CudaRowEmitter, UsesNoFastMathIntrinsic) {
   EXPECT_NE(lsm.find("kiln_block_reduce<kiln_max_op>("), std::string::npos);
 }
 
+// f16 / bf16 rows: words in memory, f32 accumulators (their per-warp partials too), f32 math, and one
+// rounding at the store (LayerNorm's Cast to the half type rounds the same f32 value first).
+TEST(CudaRowEmitter, HalfRowsAccumulateInFloatAndRoundAtTheStore) {
+  const std::string sm = emit_row_cuda(build_row_case(row_case("softmax_bf16")).group.kernel).code;
+  for (const char* want : {"const unsigned short* __restrict__ in0, unsigned short* __restrict__ out",
+                           "__shared__ float kiln_partial_bf16[32];", "float acc = 0x0p+0f;",
+                           "const float v0 = kiln_bf16_to_f32(in0[(o * cols + c)]);", "expf(v1)",
+                           "out[o * cols + c] = kiln_f32_to_bf16(v4);"})
+    EXPECT_NE(sm.find(want), std::string::npos) << want << "\n" << sm;
+  const std::string ln = emit_row_cuda(build_row_case(row_case("layernorm_residual_f16")).group.kernel).code;
+  for (const char* want : {"kiln_f16_to_f32(in0[", "kiln_f16_to_f32(in1[", "sqrtf(", "kiln_round_f16(",
+                           "out[o * cols + c] = kiln_f32_to_f16("})
+    EXPECT_NE(ln.find(want), std::string::npos) << want << "\n" << ln;
+  const std::string mean = emit_row_cuda(build_row_case(row_case("reduce_mean_rows_f16")).group.kernel).code;
+  EXPECT_NE(mean.find("((float)cols)"), std::string::npos) << "the count is not rounded to f16\n" << mean;
+  EXPECT_NE(mean.find("out[o] = kiln_f32_to_f16("), std::string::npos) << mean;
+  for (const RowCase& c : row_cases())
+    for (const char* absent : {"__half", "__nv_bfloat16", "cuda_fp16", "__float2half", "__float2bfloat16"})
+      EXPECT_EQ(emit_row_cuda(build_row_case(c).group.kernel).code.find(absent), std::string::npos) << c.name;
+}
+
 // The kernel's size parameters are the group's symbol sources, in order.
 TEST(CudaRowEmitter, SymbolParametersFollowTheGroupsSymbolSources) {
   for (const RowCase& c : row_cases()) {

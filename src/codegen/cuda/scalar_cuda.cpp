@@ -102,6 +102,16 @@ KILN_DEV unsigned short kiln_f32_to_f16(float f) {
 }
 KILN_DEV float kiln_round_bf16(float x) { return kiln_bf16_to_f32(kiln_f32_to_bf16(x)); }
 KILN_DEV float kiln_round_f16(float x) { return kiln_f16_to_f32(kiln_f32_to_f16(x)); }
+// A double to f32 rounded to odd (towards zero, the last bit set when inexact): a later rounding to
+// nearest even at 22 bits or fewer (f16, bf16) then rounds the double itself, once, as kiln's Cast does;
+// through f32's own rounding it could round twice (1 + 2^-11 + 2^-40 would become the f16 tie 1 + 2^-11).
+KILN_DEV float kiln_f64_to_f32_odd(double d) {
+  const float f = (float)d;
+  if (d != d || (double)f == d) return f;  // NaN, or exact (infinities included)
+  unsigned b = __float_as_uint(f);
+  if (fabs((double)f) > fabs(d)) b -= 1u;  // rounded away from zero: its neighbour towards zero (inf: the max)
+  return __uint_as_float(b | 1u);
+}
 #endif  // KILN_CUDA_SCALAR_PREAMBLE
 )";
 }
@@ -221,9 +231,15 @@ std::string cast_cuda(DType from, DType to, const std::string& x) {
   if (to == DType::boolean) return from == DType::boolean ? x : fmt::format("({} != 0)", x);  // NaN is true
   if (from_fp && (to == DType::i32 || to == DType::i64))
     return fmt::format("kiln_float_to_int<{}>({})", cuda_type(to), x);
-  // To a half type: rounded (via float: from f64 that may round twice); between f32 and a half type
-  // the other way, exact.
-  if (is_half(to)) return from == to ? x : fmt::format("kiln_round_{}((float){})", half_name(to), x);
+  // To a half type: rounded once. From f32, a half type or bool the value is exact as a float; from f64,
+  // i32 and i64 through the double (exact but for an i64 beyond 2^53, as on the CPU) rounded to odd.
+  // From a half type to f32 nothing rounds.
+  if (is_half(to)) {
+    if (from == to) return x;
+    if (from == DType::f32 || is_half(from) || from == DType::boolean)
+      return fmt::format("kiln_round_{}((float){})", half_name(to), x);
+    return fmt::format("kiln_round_{}(kiln_f64_to_f32_odd((double){}))", half_name(to), x);
+  }
   // Round to nearest (int to float, f64 to f32), truncation of the bits (i64 to i32), or exact.
   return fmt::format("(({}){})", cuda_type(to), x);
 }

@@ -10,8 +10,9 @@
 //    the CUDA C++ Programming Guide's "Mathematical Functions" appendix), never the fast-math intrinsics
 //    (__expf, __logf, __fdividef, ...); sigmoid is written from exp(-|x|) <= 1 so that it never overflows.
 //  - f16 and bf16 are stored as 16-bit words and computed in float: a load widens (exactly), a store
-//    and a Cast to a half type round to nearest even (PTX cvt on the device, integer arithmetic in the
-//    host emulation; no cuda_fp16.h is needed);
+//    and a Cast to a half type round to nearest even, once (PTX cvt on the device, integer arithmetic in
+//    the host emulation, so no cuda_fp16.h is needed; from f64 or an integer through a double rounded
+//    to odd);
 //    the operations between them are float operations, unrounded (loops/pointwise.h).
 // Only text is produced here: nothing includes cuda.h, so this builds on machines without the toolkit.
 #pragma once
