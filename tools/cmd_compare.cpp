@@ -21,18 +21,6 @@ struct CompareArgs {
   bool low_precision = false;
 };
 
-// ||a - b|| / ||b|| over finite pairs: how far the peer is from the oracle, independent of kiln eager.
-double relative_l2(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < std::min(a.numel(), b.numel()); ++i) {
-    double x = a.as_double(i), y = b.as_double(i);
-    if (!std::isfinite(x) || !std::isfinite(y)) continue;
-    num += (x - y) * (x - y);
-    den += y * y;
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
 int run(const CompareArgs& a, const Options& options) {
   int failed = 0, passed = 0;
   for (const auto& entry : fs::directory_iterator(a.reference)) {

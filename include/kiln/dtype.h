@@ -15,5 +15,9 @@ std::string_view dtype_name(DType t);  // "f32", "i64", "bool", ...
 std::optional<DType> dtype_from_name(std::string_view name);
 inline bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
 inline bool is_integer(DType t) { return !is_float(t) && t != DType::boolean; }
+// f16 and bf16: 16 bits in memory, computed at least in f32 by kiln's kernels.
+inline bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+// f32 or a half type: the floats --precision narrows between, and what the GPU's libraries multiply.
+inline bool is_f32_or_half(DType t) { return t == DType::f32 || is_half(t); }
 
 }  // namespace kiln

@@ -44,7 +44,7 @@ DType precision_dtype(const Options& options) {
 // kernels compute in f32 and f64 only.
 std::vector<char> half_nodes(const Graph& g) {
   auto half = [&g](ValueId v) {
-    return v != kNoValue && (g.value(v).type.dtype == DType::f16 || g.value(v).type.dtype == DType::bf16);
+    return v != kNoValue && is_half(g.value(v).type.dtype);
   };
   std::vector<char> out(g.nodes.size(), 0);
   for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -127,6 +127,14 @@ std::vector<int> Graph::use_counts() const {
   return uses;
 }
 
+void Graph::set_nodes(std::vector<Node> new_nodes) {
+  nodes = std::move(new_nodes);
+  for (Value& v : values) v.producer = -1;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (ValueId v : nodes[i].outputs)
+      if (v != kNoValue) values[static_cast<size_t>(v)].producer = static_cast<NodeId>(i);
+}
+
 void Graph::remove_dead() {
   // Mark live nodes backwards from the outputs.
   std::vector<char> live_value(values.size(), 0), live_node(nodes.size(), 0);

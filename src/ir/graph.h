@@ -118,6 +118,9 @@ class Graph {
   std::string describe(const Node& n) const;
   // Number of uses of each value (node inputs plus graph outputs).
   std::vector<int> use_counts() const;
+  // Replaces the node list (in topological order) and points every value's producer at its node (-1:
+  // an input or constant).
+  void set_nodes(std::vector<Node> new_nodes);
   // Drops nodes whose outputs nobody uses and values nobody refers to; keeps ids dense.
   void remove_dead();
   // Records a fusion group over `nodes` (none already in a group); returns its index.

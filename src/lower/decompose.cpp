@@ -184,10 +184,7 @@ int decompose(Graph& g, const DecompositionTable& table) {
     }
     nodes.push_back(std::move(n));
   }
-  g.nodes = std::move(nodes);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ValueId v : g.nodes[i].outputs)
-      if (v != kNoValue) g.value(v).producer = static_cast<NodeId>(i);
+  g.set_nodes(std::move(nodes));
   return rewritten;
 }
 

@@ -10,7 +10,6 @@
 namespace kiln {
 namespace {
 
-bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
 
 }  // namespace
 

@@ -8,8 +8,6 @@
 namespace kiln {
 namespace {
 
-bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
-
 // The largest finite value and the smallest positive (subnormal) one of a half type.
 float max_finite(DType t) { return t == DType::f16 ? 65504.0f : 3.38953139e38f; }
 float min_positive(DType t) { return t == DType::f16 ? 5.96046448e-08f : std::numeric_limits<float>::denorm_min(); }
@@ -111,11 +109,7 @@ void narrow_floats(Graph& g, const Options& options, DType to) {
   std::vector<Node> nodes = std::move(entry);
   for (Node& n : g.nodes) nodes.push_back(std::move(n));
   for (Node& n : exit) nodes.push_back(std::move(n));
-  g.nodes = std::move(nodes);
-  for (Value& v : g.values) v.producer = -1;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ValueId v : g.nodes[i].outputs)
-      if (v != kNoValue) g.value(v).producer = static_cast<NodeId>(i);
+  g.set_nodes(std::move(nodes));
   infer_shapes(g, options);
 }
 

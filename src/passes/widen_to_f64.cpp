@@ -3,7 +3,7 @@
 
 namespace kiln {
 namespace {
-bool is_narrow_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+bool is_narrow_float(DType t) { return is_f32_or_half(t); }
 }  // namespace
 
 void widen_to_f64(Graph& g, const Options& options) {

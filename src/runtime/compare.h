@@ -32,6 +32,9 @@ struct AccuracyResult {
 AccuracyResult accuracy_rule(const Tensor& result, const Tensor& reference, const Tensor& fp64_oracle,
                              double tol = 1e-4, double multiplier = 2.0);
 
+// ||a - b|| / ||b|| over the pairs where both are finite (||a - b|| when b is all zeros).
+double relative_l2(const Tensor& a, const Tensor& b);
+
 struct LowPrecisionResult {
   bool pass = false;
   double cosine = 0;  // of result and reference over the finite pairs

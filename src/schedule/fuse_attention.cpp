@@ -7,8 +7,6 @@
 namespace kiln::schedule {
 namespace {
 
-bool attention_dtype(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
-
 class Matcher {
  public:
   Matcher(const Graph& g, const std::vector<char>& claimed) : g_(g), claimed_(claimed), uses_(g.use_counts()) {
@@ -27,7 +25,7 @@ class Matcher {
     if (s.op != OpKind::Softmax || s.inputs.size() != 1 || s.outputs.size() != 1) return std::nullopt;
     const TensorType& st = type(s.inputs[0]);
     const int64_t axis = s.attr_int("axis", -1);
-    if (st.rank() != 4 || !attention_dtype(st.dtype) || (axis != -1 && axis != 3)) return std::nullopt;
+    if (st.rank() != 4 || !is_f32_or_half(st.dtype) || (axis != -1 && axis != 3)) return std::nullopt;
     // The scores: MatMul(Q, K^T), or that plus the mask.
     NodeId qk = producer_if(s.inputs[0], OpKind::MatMul);
     if (qk < 0) {
@@ -116,7 +114,7 @@ class Matcher {
   }
   std::optional<double> scalar(ValueId v) const {
     const auto& c = g_.value(v).constant;
-    if (!c || c->numel() != 1 || !attention_dtype(c->dtype())) return std::nullopt;
+    if (!c || c->numel() != 1 || !is_f32_or_half(c->dtype())) return std::nullopt;
     const double x = c->as_double(0);
     return std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
   }
@@ -128,7 +126,7 @@ class Matcher {
   // A MatMul operand: maybe a Mul by a scalar constant (folded into `scale`), maybe a Transpose of a
   // rank-4 tensor (read through its permutation), else the value as it is.
   bool operand(ValueId v, std::vector<NodeId>& nodes, double& scale, ValueId& base, std::array<int, 4>& perm) {
-    if (type(v).rank() != 4 || !attention_dtype(type(v).dtype)) return false;
+    if (type(v).rank() != 4 || !is_f32_or_half(type(v).dtype)) return false;
     if (NodeId m = producer_if(v, OpKind::Mul); m >= 0) {
       const Node& n = node(m);
       for (int side : {0, 1})

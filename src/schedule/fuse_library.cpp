@@ -68,9 +68,7 @@ class Matcher {
   bool is_const(ValueId v) const { return v != kNoValue && value(v).constant != nullptr; }
   // f32, or a half type (only a backend computing in them sees those: backend::Fusions::half_floats).
   bool is_f32_or_half(ValueId v) const {
-    if (v == kNoValue) return false;
-    const DType t = value(v).type.dtype;
-    return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+    return v != kNoValue && kiln::is_f32_or_half(value(v).type.dtype);
   }
   // Same dtype (f32 or half) and the same dims, symbols included.
   bool same_type(ValueId a, ValueId b) const {

@@ -135,8 +135,7 @@ ScalarExpr row_node_expr(const Node& n, const std::vector<std::optional<ScalarEx
     case OpKind::LayerNormalization: {
       // Y = (x - mean) * (1 / sqrt(var + eps)) * scale + B, var the mean of squared deviations; an
       // f32 node with stash_type = double computes in f64 (as the eager kernel does), a half one in f32.
-      const bool half = t == DType::f16 || t == DType::bf16;
-      const DType ct = half ? DType::f32 : t == DType::f32 && n.attr_int("stash_type", 1) == kStashDouble ? DType::f64 : t;
+      const DType ct = is_half(t) ? DType::f32 : t == DType::f32 && n.attr_int("stash_type", 1) == kStashDouble ? DType::f64 : t;
       ScalarExpr xc = loops::cast(ct, x);
       ScalarExpr count = loops::row_length(ct);
       ScalarExpr mean = loops::div(reduce(RowReduceKind::Sum, xc), count);

@@ -111,12 +111,12 @@ TEST(CudaPointwiseEmitter, HalfKernelsComputeInFloatAndRoundAtTheStore) {
                                "__hadd", "__hmul"})
       EXPECT_EQ(code.find(absent), std::string::npos) << c.name << " uses " << absent;
     const DType out = built.group.kernel.output.dtype;
-    if (out == DType::f16 || out == DType::bf16) {
+    if (is_half(out)) {
       EXPECT_NE(code.find(fmt::format("out[i] = kiln_f32_to_{}(", dtype_name(out))), std::string::npos) << c.name;
     }
     for (size_t i = 0; i < built.group.kernel.inputs.size(); ++i) {
       const DType in = built.group.kernel.inputs[i].dtype;
-      if (in == DType::f16 || in == DType::bf16) {
+      if (is_half(in)) {
         EXPECT_NE(code.find(fmt::format("kiln_{}_to_f32(in{}[", dtype_name(in), i)), std::string::npos) << c.name;
       }
     }

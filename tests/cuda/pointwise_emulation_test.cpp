@@ -124,7 +124,7 @@ TEST_F(CudaPointwiseEmulation, EveryCaseMatchesTheFp64Reference) {
     // 2 f32 ulps more wherever a math function is involved, which is 2 ulp of an f32 output and 2 * 2^-13
     // of a half one (pointwise_half_cases.cpp); correctly rounded operations keep their bound.
     const DType out = built.group.kernel.output.dtype;
-    const bool half = out == DType::f16 || out == DType::bf16;
+    const bool half = is_half(out);
     const double one_rounding = half ? 0.5 + 0.5 * 0x1p-13 : 0.5;
     if (c.tolerance.kind == Tolerance::Kind::ulps && c.tolerance.ulps > one_rounding)
       c.tolerance.ulps += half ? 2 * 0x1p-13 : 2;

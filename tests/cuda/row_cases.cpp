@@ -272,7 +272,6 @@ Tensor random_input(const RowCase& c, DType dtype, std::vector<int64_t> shape, i
 // The unit roundoff of an accumulator: f16 and bf16 reductions accumulate in f32 (loops/row_kernel.h).
 double ulp_of(DType t) { return t == DType::f64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24); }
 
-bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
 
 void set_element(Tensor& t, int64_t i, double v) {
   switch (t.dtype()) {

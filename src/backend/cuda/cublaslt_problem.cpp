@@ -11,7 +11,6 @@ namespace {
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 bool has_relu(GemmEpilogue e) { return e == GemmEpilogue::relu || e == GemmEpilogue::bias_relu; }
-bool supported_dtype(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 size_t element_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
 bool product_fits(int64_t a, int64_t b, int64_t limit) { return a == 0 || b <= limit / a; }
 
@@ -56,7 +55,7 @@ void validate(const GemmProblem& p) {
   auto refuse = [&](std::string_view why) {
     internal_error("device cuda: cuBLASLt matmul {}: {}", describe(p), why);
   };
-  if (!supported_dtype(p.dtype)) refuse("the dtype must be f32, bf16 or f16");
+  if (!is_f32_or_half(p.dtype)) refuse("the dtype must be f32, bf16 or f16");
   if (p.batch < 0 || p.m < 0 || p.n < 0 || p.k < 0) refuse("a negative size");
   if (p.batch_stride_a < 0 || p.batch_stride_b < 0 || p.batch_stride_residual < 0) refuse("a negative batch stride");
   if (p.batch > kInt32Max || p.m > kInt32Max || p.n > kInt32Max || p.k > kInt32Max) {

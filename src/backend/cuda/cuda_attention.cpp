@@ -16,17 +16,11 @@
 
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_runtime.h"
+#include "ops/common.h"
 #include "support/error.h"
 
 namespace kiln::backend::cuda {
 namespace {
-
-// Strides (in elements) of a contiguous tensor of `dims`.
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
-  return s;
-}
 
 class AttentionKernel final : public Kernel {
  public:
@@ -63,14 +57,14 @@ class AttentionKernel final : public Kernel {
     if (mask) {
       if (mask->rank() > 4 || mask->dtype() != spec_.dtype)
         user_error("{}: mask {} {}", what_, dtype_name(mask->dtype()), mask->shape_string());
-      const std::vector<int64_t> ms = contiguous_strides(mask->shape());
-      const std::array<int64_t, 4> want{batch, heads, sq, sk};
+      const std::vector<int64_t> scores{batch, heads, sq, sk};
       for (int i = 0; i < mask->rank(); ++i) {
-        const size_t at = size_t(4 - mask->rank() + i);
         const int64_t d = mask->dim(i);
-        if (d != 1 && d != want[at]) user_error("{}: mask {} for scores [{}, {}, {}, {}]", what_, mask->shape_string(), batch, heads, sq, sk);
-        m_strides[at] = d == 1 ? 0 : ms[size_t(i)];
+        if (d != 1 && d != scores[size_t(4 - mask->rank() + i)])
+          user_error("{}: mask {} for scores [{}, {}, {}, {}]", what_, mask->shape_string(), batch, heads, sq, sk);
       }
+      const std::vector<int64_t> ms = broadcast_strides(mask->shape(), scores);
+      std::copy(ms.begin(), ms.end(), m_strides.begin());
     }
     CUdeviceptr pq = device_ptr(q), pk = device_ptr(k), pv = device_ptr(v), pm = mask ? device_ptr(*mask) : 0,
                 po = device_ptr(out);

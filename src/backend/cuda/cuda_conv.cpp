@@ -26,11 +26,9 @@ std::vector<int64_t> ints_or(const Node& n, const char* name, std::vector<int64_
   return v.empty() ? def : v;
 }
 
-bool conv_dtype(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
-
 // A constant per output channel (shape [OC], [OC,1,1] or [1,OC,1,1]) as OC floats.
 std::vector<float> per_channel(const Tensor& c, int64_t oc, const std::string& what) {
-  if (!conv_dtype(c.dtype()) || c.numel() != oc) user_error("{}: bias of shape {} for {} channels", what, c.shape_string(), oc);
+  if (!is_f32_or_half(c.dtype()) || c.numel() != oc) user_error("{}: bias of shape {} for {} channels", what, c.shape_string(), oc);
   std::vector<float> v(static_cast<size_t>(oc));
   for (int64_t i = 0; i < oc; ++i) v[size_t(i)] = static_cast<float>(c.as_double(i));
   return v;
@@ -148,7 +146,7 @@ class ConvKernel final : public Kernel {
 bool has_conv_route(const Graph& g, const Node& conv, const LibraryGroup* group) {
   if (conv.op != OpKind::Conv || conv.inputs.size() < 2) return false;
   const auto& w = g.value(conv.inputs[1]).constant;
-  if (!w || w->rank() != 4 || !conv_dtype(w->dtype())) return false;
+  if (!w || w->rank() != 4 || !is_f32_or_half(w->dtype())) return false;
   if (conv.has_input(2) && !g.value(conv.inputs[2]).constant) return false;
   if (conv.attr_int("group", 1) != 1) return false;
   const std::string pad = conv.attr_string("auto_pad", "NOTSET");

@@ -23,12 +23,10 @@ namespace {
 using schedule::LibraryCore;
 using schedule::LibraryGroup;
 
-bool matmul_dtype(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
-
 // A constant as one f32 per output column (shapes [N], [1, N], or a scalar broadcast).
 std::vector<float> per_column(const Tensor& c, int64_t n, const std::string& what) {
   std::vector<float> v(static_cast<size_t>(n));
-  if (!matmul_dtype(c.dtype())) user_error("{}: a {} bias, expected f32, bf16 or f16", what, dtype_name(c.dtype()));
+  if (!is_f32_or_half(c.dtype())) user_error("{}: a {} bias, expected f32, bf16 or f16", what, dtype_name(c.dtype()));
   if (c.numel() == 1) std::fill(v.begin(), v.end(), static_cast<float>(c.as_double(0)));
   else if (c.numel() == n && (c.rank() == 0 || c.dim(-1) == n))
     for (int64_t i = 0; i < n; ++i) v[size_t(i)] = static_cast<float>(c.as_double(i));
@@ -182,7 +180,7 @@ class MatmulKernel final : public Kernel {
 }  // namespace
 
 bool has_library_route(const Graph& g, const LibraryGroup& group) {
-  if (!matmul_dtype(g.value(group.output).type.dtype)) return false;
+  if (!is_f32_or_half(g.value(group.output).type.dtype)) return false;
   if (group.core == LibraryCore::conv) return has_conv_route(g, g.nodes[size_t(group.core_node)], &group);
   // No library softmax on the device yet.
   return group.core == LibraryCore::matmul || group.core == LibraryCore::gemm ||

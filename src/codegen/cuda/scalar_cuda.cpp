@@ -117,7 +117,6 @@ KILN_DEV float kiln_f64_to_f32_odd(double d) {
 }
 
 namespace {
-bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
 const char* half_name(DType t) { return t == DType::bf16 ? "bf16" : "f16"; }
 }  // namespace
 
