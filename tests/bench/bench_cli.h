@@ -15,14 +15,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/processes.h"
+
 namespace bench_cli {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Result {
-  int code;
-  std::string out;
-};
+using Result = kiln::test_common::CommandResult;
 
 class BenchCli : public ::testing::Test {
  protected:
@@ -39,15 +38,8 @@ class BenchCli : public ::testing::Test {
   // kiln than the build's (the bundle scripts/device_run.sh unpacks on the GPU machine).
   Result kiln(const std::string& args) {
     const char* other = std::getenv("KILN_TEST_BINARY");
-    std::string cmd = "KILN_CACHE_DIR=" + (dir_ / "cache").string() + " " + (other && *other ? other : KILN_BINARY) +
-                      " " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    int status = pclose(p);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+    return kiln::test_common::run_command("KILN_CACHE_DIR=" + (dir_ / "cache").string() + " " +
+                                          (other && *other ? other : KILN_BINARY) + " " + args + " 2>&1");
   }
   std::string model() const { return (dir_ / "zoo" / "tiny" / "tiny.onnx").string(); }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }

@@ -7,27 +7,16 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "common/processes.h"
 #include "onnx/tensor_io.h"
 
 namespace {
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out;
-};
+using Result = kiln::test_common::CommandResult;
 
 // Runs kiln with `args` (stderr folded into the output).
-Result kiln(const std::string& args) {
-  std::string cmd = std::string(KILN_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Result kiln(const std::string& args) { return kiln::test_common::run_command(std::string(KILN_BINARY) + " " + args + " 2>&1"); }
 
 fs::path temp_dir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("kiln_cli_" + name + "_" + std::to_string(getpid()));

@@ -1,5 +1,5 @@
-// Forked children that start at the same moment, for tests of several processes sharing a cache or a
-// database.
+// Processes for tests: a shell command's exit code and output, and forked children that start at the
+// same moment (tests of several processes sharing a cache or a database).
 #pragma once
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,9 +8,26 @@
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace kiln::test_common {
+
+struct CommandResult {
+  int code;         // the exit code; -1 when it did not exit (a signal)
+  std::string out;  // what it wrote on stdout (redirect stderr in the command to have it here too)
+};
+
+// Runs `cmd` with /bin/sh and reads its whole output.
+inline CommandResult run_command(const std::string& cmd) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed: " + cmd};
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
 
 // Forks `children` processes; each waits until every one exists, runs body(child index) and exits with
 // its return value (3 if it throws). Returns each child's wait status, in child order.

@@ -8,7 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 namespace kiln::test_common {
 
@@ -54,6 +58,25 @@ inline std::filesystem::path zoo_model(const std::string& model, std::string& wh
   fs::remove_all(part, ec);
   if (!fs::exists(onnx)) why = "no " + onnx.string() + " after make_zoo_weights.py";
   return fs::exists(onnx) ? onnx : fs::path();
+}
+
+// The model's graph (tests/data/zoo) copied into `dir` beside a weights file of zeros of the right size
+// (sparse: nothing is written), for tests of the plan, which does not depend on the weights' values.
+// An empty path when the data is missing.
+inline std::filesystem::path zoo_graph_with_zero_weights(const std::string& model, const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  const fs::path data = fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "zoo";
+  std::ifstream manifest(data / "manifest.json");
+  if (!manifest.good()) return {};
+  const nlohmann::json m = nlohmann::json::parse(manifest)["models"][model];
+  const std::string graph = m["graph_file"];
+  fs::create_directories(dir);
+  fs::copy_file(data / graph, dir / graph, fs::copy_options::overwrite_existing);
+  const int fd = ::open((dir / m["weights_file_not_shipped"].get<std::string>()).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return {};
+  const bool sized = ::ftruncate(fd, m["weights_bytes"].get<int64_t>()) == 0;
+  ::close(fd);
+  return sized ? dir / graph : fs::path();
 }
 
 }  // namespace kiln::test_common

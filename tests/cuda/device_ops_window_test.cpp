@@ -20,6 +20,19 @@ namespace {
 
 // ---- pooling geometry, host only
 
+// One spatial axis of a window, as the CPU kernels' geometry (linalg_ops::window_axis) takes it.
+linalg_ops::WindowAttrs window_1d(int64_t kernel, int64_t stride, int64_t dilation, int64_t pad_begin,
+                                  int64_t pad_end, bool ceil_mode) {
+  linalg_ops::WindowAttrs w;
+  w.spatial = 1;
+  w.kernel = {kernel};
+  w.strides = {stride};
+  w.dilations = {dilation};
+  w.pads = {pad_begin, pad_end};
+  w.ceil_mode = ceil_mode;
+  return w;
+}
+
 TEST(DeviceOpsGeometry, PoolOutputSizeIsTheCpuOpsWindowAxis) {
   Node node;
   node.op = OpKind::MaxPool;
@@ -31,13 +44,7 @@ TEST(DeviceOpsGeometry, PoolOutputSizeIsTheCpuOpsWindowAxis) {
           for (int64_t pb : {0, 1, 2})
             for (int64_t pe : {0, 1})
               for (bool ceil_mode : {false, true}) {
-                linalg_ops::WindowAttrs w;
-                w.spatial = 1;
-                w.kernel = {kernel};
-                w.strides = {stride};
-                w.dilations = {dilation};
-                w.pads = {pb, pe};
-                w.ceil_mode = ceil_mode;
+                const linalg_ops::WindowAttrs w = window_1d(kernel, stride, dilation, pb, pe, ceil_mode);
                 if (in + pb + pe < (kernel - 1) * dilation + 1) {
                   EXPECT_THROW(pool_output_size(in, kernel, stride, dilation, pb, pe, ceil_mode), UserError);
                   continue;
@@ -124,13 +131,7 @@ TEST(DeviceOpsGeometry, Im2colShapeHasConvOutputSizes) {
               const int64_t kernel[2] = {k, 1}, strides[2] = {stride, 1}, pads[4] = {pb, 0, pe, 0},
                             dilations[2] = {dilation, 1};
               if (in + pb + pe < (k - 1) * dilation + 1) continue;
-              linalg_ops::WindowAttrs w;
-              w.spatial = 1;
-              w.kernel = {k};
-              w.strides = {stride};
-              w.dilations = {dilation};
-              w.pads = {pb, pe};
-              w.ceil_mode = false;
+              const linalg_ops::WindowAttrs w = window_1d(k, stride, dilation, pb, pe, false);
               EXPECT_EQ(make_im2col_shape(1, 1, in, 1, kernel, strides, pads, dilations, DType::f32).out_h,
                         linalg_ops::window_axis(node, w, 0, in).out)
                   << in << " " << k << " " << stride << " " << dilation << " " << pb << " " << pe;

@@ -2,13 +2,11 @@
 // 12 attention softmaxes is one generated kernel holding the mask and the exporter's NaN guard, and
 // no [B,H,S,S] buffer exists but the scores and the probabilities of each layer.
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
+#include "common/zoo_models.h"
 #include "kiln/session.h"
 
 namespace kiln {
@@ -17,23 +15,14 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(BertPlan, EveryMaskedSoftmaxIsOneKernelAndNoMaskOfScoresShapeExists) {
-  const fs::path data = fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "zoo";
-  std::ifstream manifest_file(data / "manifest.json");
-  ASSERT_TRUE(manifest_file.good());
-  const nlohmann::json bert = nlohmann::json::parse(manifest_file)["models"]["bert"];
   const fs::path dir = fs::temp_directory_path() / ("kiln_bert_plan_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  fs::copy_file(data / "bert.onnx", dir / "bert.onnx", fs::copy_options::overwrite_existing);
-  // Zero weights as a sparse file: the plan does not depend on their values.
-  int fd = ::open((dir / bert["weights_file_not_shipped"].get<std::string>()).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::ftruncate(fd, bert["weights_bytes"].get<int64_t>()), 0);
-  ::close(fd);
+  const fs::path model = test_common::zoo_graph_with_zero_weights("bert", dir);
+  ASSERT_FALSE(model.empty()) << "no zoo graph in tests/data/zoo";
 
   constexpr int64_t S = 16;
   Options o;
   o.cache_dir = (dir / "cache").string();
-  Session s = Session::load_onnx((dir / "bert.onnx").string(), Mode::compiled, o, {{"batch", 1}, {"seq", S}});
+  Session s = Session::load_onnx(model.string(), Mode::compiled, o, {{"batch", 1}, {"seq", S}});
   std::vector<int64_t> ids(S, 101), mask(S, 1);
   mask[S - 1] = mask[S - 2] = 0;  // padding: masked keys
   RunProfile profile;

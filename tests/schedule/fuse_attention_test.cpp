@@ -1,14 +1,11 @@
 // schedule/fuse_attention.h: which chains become one attention group, read through which
 // permutations, with which scale, mask and guard; bert's plan on a backend with attention kernels.
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
+#include "common/zoo_models.h"
 #include "ir/parser.h"
 #include "onnx/import.h"
 #include "passes/passes.h"
@@ -111,19 +108,11 @@ TEST(FuseAttention, WhatAnotherNodeReadsStaysOutside) {
 // bert (the zoo graph, zero weights of the right size): its 12 layers are 12 groups, each with the mask
 // and the guard, scaled by 1/sqrt(64).
 TEST(FuseAttention, BertHasOneGroupPerLayer) {
-  const fs::path data = fs::path(KILN_SOURCE_DIR) / "tests" / "data" / "zoo";
-  std::ifstream manifest_file(data / "manifest.json");
-  ASSERT_TRUE(manifest_file.good());
-  const nlohmann::json bert = nlohmann::json::parse(manifest_file)["models"]["bert"];
   const fs::path dir = fs::temp_directory_path() / ("kiln_attention_plan_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  fs::copy_file(data / "bert.onnx", dir / "bert.onnx", fs::copy_options::overwrite_existing);
-  int fd = ::open((dir / bert["weights_file_not_shipped"].get<std::string>()).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::ftruncate(fd, bert["weights_bytes"].get<int64_t>()), 0);
-  ::close(fd);
+  const fs::path model = test_common::zoo_graph_with_zero_weights("bert", dir);
+  ASSERT_FALSE(model.empty()) << "no zoo graph in tests/data/zoo";
   Options options;
-  Graph g = import_onnx((dir / "bert.onnx").string(), options);
+  Graph g = import_onnx(model.string(), options);
   prepare_graph(g, {{"batch", 1}, {"seq", 128}}, options);
   const std::vector<AttentionGroup> groups = schedule::find_attention_groups(g, {});
   EXPECT_EQ(groups.size(), 12u);
