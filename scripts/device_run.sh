@@ -12,6 +12,8 @@
 #                                         KILN_DEVICE_PRECISIONS="bf16 fp16" (default bf16) also runs each
 #                                         model with --precision P on the GPU (graphs), compared with
 #                                         `kiln compare --low-precision` against the CPU's fp32 outputs.
+#                                         KILN_DEVICE_AB="NAME=VALUE ..." runs each precision's side a second
+#                                         time with those settings (side cuda-P-ab), for A/B runs.
 #                                         KILN_DEVICE_PROFILE=1 (off by default) also runs `kiln profile
 #                                         --device cuda` on each model (in KILN_DEVICE_PROFILE_PRECISION,
 #                                         default fp32): text, JSON, trace and HTML under $OUT/MODEL/profile.*.
@@ -73,11 +75,13 @@ run() {
     # cache, replaying one CUDA graph per run), then the CPU.
     local precisions=${KILN_DEVICE_PRECISIONS-bf16} sides="cuda-launches cuda cpu"
     for p in $precisions; do sides="$sides cuda-$p"; done
+    [ -n "${KILN_DEVICE_AB:-}" ] && for p in $precisions; do sides="$sides cuda-$p-ab"; done
     for side in $sides; do
-      local graphs=1 device=$side precision=fp32
+      local graphs=1 device=$side precision=fp32 ab=""
       [ $side = cuda-launches ] && graphs=0 device=cuda
       case $side in cuda-bf16|cuda-fp16) device=cuda precision=${side#cuda-} ;; esac
-      KILN_CUDA_GRAPHS=$graphs "$BIN/kiln" run "$dir/$m.onnx" --device $device --precision $precision $dims --seed 1 \
+      case $side in *-ab) device=cuda precision=${side#cuda-} precision=${precision%-ab} ab=$KILN_DEVICE_AB ;; esac
+      env $ab KILN_CUDA_GRAPHS=$graphs "$BIN/kiln" run "$dir/$m.onnx" --device $device --precision $precision $dims --seed 1 \
         --output-dir "$out/$m/$side" --warmup 5 --iters 50 > "$out/$m/$side.txt" 2>&1 \
         || echo "$m $side: FAILED: $(tail -2 "$out/$m/$side.txt")"
     done
@@ -89,9 +93,11 @@ run() {
     for side in cuda-launches cuda; do
       "$BIN/kiln" compare "$out/$m/$side" "$out/$m/cpu" "$out/$m/reference" 2>&1 | tail -2 | sed "s/^/  $side vs cpu: /" || true
     done
-    for p in $precisions; do
-      "$BIN/kiln" compare --low-precision "$out/$m/cuda-$p" "$out/$m/cpu" "$out/$m/reference" 2>&1 | tail -2 \
-        | sed "s/^/  cuda-$p vs cpu fp32: /" || true
+    for side in $sides; do
+      case $side in cuda-bf16*|cuda-fp16*)
+        "$BIN/kiln" compare --low-precision "$out/$m/$side" "$out/$m/cpu" "$out/$m/reference" 2>&1 | tail -2 \
+          | sed "s/^/  $side vs cpu fp32: /" || true ;;
+      esac
     done
     if [ "${KILN_DEVICE_PROFILE:-0}" = 1 ]; then  # device time per kernel (stream launches) beside the graph replay
       KILN_PRECISION=${KILN_DEVICE_PROFILE_PRECISION:-fp32} "$BIN/kiln" profile "$dir/$m.onnx" --device cuda $dims --seed 1 --warmup 5 --iters 20 \

@@ -43,6 +43,9 @@ struct Fusions {
   bool half_floats = false;
   // Attention chains become one group each (schedule/fuse_attention.h) for BackendCompile::attention_kernel.
   bool attention = false;
+  // MatMuls that share their activation and have constant weights become one wide MatMul and a Split
+  // (passes/merge_sibling_matmuls.cpp): one launch instead of several where launches dominate.
+  bool sibling_matmuls = false;
 };
 
 // What a compile's tuning did, for RunStats and the terminal.

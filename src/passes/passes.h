@@ -32,6 +32,11 @@ bool fold_node(Graph& g, Node& n, const Options& options);
 // scales and roi) stay f32.
 void narrow_floats(Graph& g, const Options& options, DType to);
 
+// MatMuls that read one activation with constant 2-D weights of one dtype and K (each maybe with the
+// Add of a constant 1-D bias) become one MatMul, one bias Add and a Split along the last axis that
+// makes the values they made (merge_sibling_matmuls.cpp). Returns the number of merged sets.
+int merge_sibling_matmuls(Graph& g);
+
 // For the fp64 reference path: every floating-point value, constant and Cast target becomes f64.
 void widen_to_f64(Graph& g, const Options& options);
 

@@ -44,8 +44,9 @@ class Matcher {
     nodes.push_back(qk);
     const Node& mm = node(qk);
     if (mm.inputs.size() != 2) return std::nullopt;
-    if (!operand(mm.inputs[0], nodes, a.scale, a.q, a.q_perm)) return std::nullopt;
-    if (!operand(mm.inputs[1], nodes, a.scale, a.k, a.k_perm)) return std::nullopt;
+    std::vector<NodeId> splits;
+    if (!operand(mm.inputs[0], nodes, a.scale, a.q, a.q_perm, a.q_slice, splits)) return std::nullopt;
+    if (!operand(mm.inputs[1], nodes, a.scale, a.k, a.k_perm, a.k_slice, splits)) return std::nullopt;
     std::swap(a.k_perm[2], a.k_perm[3]);  // K^T [B,H,D,Sk] read as K [B,H,Sk,D]
 
     // The probabilities, maybe through the NaN guard, into MatMul(P, V).
@@ -74,7 +75,14 @@ class Matcher {
     if (node(pv).inputs[0] != (a.guard ? node(nodes.back()).outputs[0] : p)) return std::nullopt;
     nodes.push_back(pv);
     double unused_scale = 1.0;
-    if (!operand(node(pv).inputs[1], nodes, unused_scale, a.v, a.v_perm) || unused_scale != 1.0) return std::nullopt;
+    if (!operand(node(pv).inputs[1], nodes, unused_scale, a.v, a.v_perm, a.v_slice, splits) || unused_scale != 1.0)
+      return std::nullopt;
+    // A Split joins when the group reads every one of its outputs (through the Reshapes it holds).
+    std::sort(splits.begin(), splits.end());
+    for (size_t i = 0; i < splits.size(); ++i)
+      if (std::count(splits.begin(), splits.end(), splits[i]) == ptrdiff_t(node(splits[i]).outputs.size()) &&
+          (i == 0 || splits[i - 1] != splits[i]))
+        nodes.push_back(splits[i]);
 
     // The output, through the Transpose back to [B,S,H,D] when that is its only use.
     a.output = node(pv).outputs[0];
@@ -124,8 +132,10 @@ class Matcher {
   }
 
   // A MatMul operand: maybe a Mul by a scalar constant (folded into `scale`), maybe a Transpose of a
-  // rank-4 tensor (read through its permutation), else the value as it is.
-  bool operand(ValueId v, std::vector<NodeId>& nodes, double& scale, ValueId& base, std::array<int, 4>& perm) {
+  // rank-4 tensor (read through its permutation), maybe a Reshape of a Split's output (read as columns
+  // of the Split's input; the Split goes to `splits`, once per output so read), else the value as it is.
+  bool operand(ValueId v, std::vector<NodeId>& nodes, double& scale, ValueId& base, std::array<int, 4>& perm,
+               ColumnSlice& slice, std::vector<NodeId>& splits) {
     if (type(v).rank() != 4 || !is_f32_or_half(type(v).dtype)) return false;
     if (NodeId m = producer_if(v, OpKind::Mul); m >= 0) {
       const Node& n = node(m);
@@ -147,7 +157,40 @@ class Matcher {
       }
     }
     base = v;
-    return type(v).rank() == 4;
+    if (type(v).rank() != 4) return false;
+    split_columns(base, nodes, slice, splits);
+    return true;
+  }
+
+  // v [B,S,H,D] = Reshape(x [B,S,H*D]), x one output of a Split along the last axis of a [B,S,N]
+  // tensor with static sizes: v becomes that tensor, and `slice` the columns x is.
+  void split_columns(ValueId& v, std::vector<NodeId>& nodes, ColumnSlice& slice, std::vector<NodeId>& splits) const {
+    const NodeId r = producer_if(v, OpKind::Reshape);
+    if (r < 0 || claimed_[size_t(r)]) return;
+    const ValueId x = node(r).inputs[0];
+    const TensorType &vt = type(v), &xt = type(x);
+    if (xt.rank() != 3 || !(xt.shape[0] == vt.shape[0]) || !(xt.shape[1] == vt.shape[1])) return;
+    if (!vt.shape[2].is_static() || !vt.shape[3].is_static() || !xt.shape[2].is_static() ||
+        xt.shape[2].value != vt.shape[2].value * vt.shape[3].value)
+      return;
+    if (!inner(x)) return;
+    const NodeId sp = g_.value(x).producer;
+    if (sp < 0 || claimed_[size_t(sp)] || node(sp).op != OpKind::Split) return;
+    const Node& split = node(sp);
+    const ValueId in = split.inputs[0];
+    const TensorType& it = type(in);
+    if (it.rank() != 3 || it.dtype != xt.dtype || (split.attr_int("axis", 0) + 3) % 3 != 2) return;
+    if (!(it.shape[0] == xt.shape[0]) || !(it.shape[1] == xt.shape[1])) return;
+    int64_t column = 0;
+    for (ValueId o : split.outputs) {
+      if (o == x) break;
+      if (o == kNoValue || !type(o).shape[2].is_static()) return;
+      column += type(o).shape[2].value;
+    }
+    nodes.push_back(r);
+    splits.push_back(sp);
+    slice = {column, vt.shape[2].value};
+    v = in;
   }
 
   bool mask_fits(ValueId m, const TensorType& scores) const {
@@ -159,18 +202,30 @@ class Matcher {
     return true;
   }
 
+  // The [B,S,H,D] (or own) shape of an operand: a slice's tensor [B,S,N] read as [B,S,heads,N/heads].
+  std::vector<Dim> operand_shape(ValueId v, const ColumnSlice& slice, int64_t head_dim) const {
+    std::vector<Dim> shape = type(v).shape;
+    if (slice.column < 0) return shape;
+    return {shape[0], shape[1], Dim::fixed(slice.heads), Dim::fixed(head_dim)};
+  }
+
   // The views [B,H,S,D] of Q, K and V agree (B, H, D; Sk between K and V), D static and at most 128.
   bool shapes_fit(AttentionGroup& a) const {
-    auto dim = [&](ValueId v, const std::array<int, 4>& perm, int i) { return type(v).shape[size_t(perm[size_t(i)])]; };
     const DType t = type(a.q).dtype;
     if (type(a.k).dtype != t || type(a.v).dtype != t || type(a.output).dtype != t) return false;
+    // A slice's D: its Reshape's last dim, which is the output's D too.
+    const Dim out_d = type(a.output).shape[size_t(a.out_perm[3])];
+    if (!out_d.is_static()) return false;
+    const std::vector<Dim> qs = operand_shape(a.q, a.q_slice, out_d.value), ks = operand_shape(a.k, a.k_slice, out_d.value),
+                           vs = operand_shape(a.v, a.v_slice, out_d.value);
+    auto dim = [](const std::vector<Dim>& shape, const std::array<int, 4>& perm, int i) { return shape[size_t(perm[size_t(i)])]; };
     for (int i : {0, 1})
-      if (!(dim(a.q, a.q_perm, i) == dim(a.k, a.k_perm, i)) || !(dim(a.q, a.q_perm, i) == dim(a.v, a.v_perm, i)))
+      if (!(dim(qs, a.q_perm, i) == dim(ks, a.k_perm, i)) || !(dim(qs, a.q_perm, i) == dim(vs, a.v_perm, i)))
         return false;
-    const Dim d = dim(a.q, a.q_perm, 3);
-    if (!d.is_static() || d.value < 1 || d.value > 128) return false;
-    if (!(dim(a.k, a.k_perm, 3) == d) || !(dim(a.v, a.v_perm, 3) == d)) return false;
-    if (!(dim(a.k, a.k_perm, 2) == dim(a.v, a.v_perm, 2))) return false;
+    const Dim d = dim(qs, a.q_perm, 3);
+    if (!d.is_static() || d.value < 1 || d.value > 128 || !(d == out_d)) return false;
+    if (!(dim(ks, a.k_perm, 3) == d) || !(dim(vs, a.v_perm, 3) == d)) return false;
+    if (!(dim(ks, a.k_perm, 2) == dim(vs, a.v_perm, 2))) return false;
     a.head_dim = d.value;
     return true;
   }

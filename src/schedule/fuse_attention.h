@@ -4,7 +4,10 @@
 //   O = MatMul(P, V)
 // with Q [B,H,Sq,D], K^T [B,H,D,Sk], V [B,H,Sk,D] each read through the Transpose that made it from a
 // [B,S,H,D] view (the group absorbs the Transpose when it is its only use), M broadcast to [B,H,Sq,Sk],
-// and the Transpose that turns O back into [B,Sq,H,D], when it is O's only use. A backend that has an
+// and the Transpose that turns O back into [B,Sq,H,D], when it is O's only use. A [B,S,H,D] operand
+// that a Reshape made from one output of a Split along the last axis of a [B,S,N] tensor (the merged
+// Q, K, V projection) is read as columns of that tensor: the Reshape joins the group, and the Split
+// too once every one of its outputs is read so. A backend that has an
 // attention kernel computes it without the [B,H,Sq,Sk] scores (backend::Fusions::attention); the nodes
 // of a group it refuses stay with the other passes.
 #pragma once
@@ -15,9 +18,17 @@
 
 namespace kiln::schedule {
 
+// Columns [column, column + heads * D) of a [B,S,N] tensor, read as [B,S,heads,D].
+struct ColumnSlice {
+  int64_t column = -1;  // -1: the operand is a rank-4 tensor of its own
+  int64_t heads = 0;
+};
+
 struct AttentionGroup {
   std::vector<NodeId> nodes;    // topological order; the last one makes `output`
-  ValueId q = kNoValue, k = kNoValue, v = kNoValue;  // the rank-4 tensors read (Transposes looked through)
+  // The tensors read (Transposes looked through): rank 4, or rank 3 where the slice says so.
+  ValueId q = kNoValue, k = kNoValue, v = kNoValue;
+  ColumnSlice q_slice, k_slice, v_slice;
   ValueId mask = kNoValue;      // additive, broadcast to [B,H,Sq,Sk]; kNoValue: none
   ValueId output = kNoValue;
   // How each operand's dims map to [B,H,S,D] (K: [B,H,Sk,D]): view dim i is dim perm[i] of the tensor

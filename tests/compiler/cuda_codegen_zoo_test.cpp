@@ -91,8 +91,10 @@ class CudaCodegenBackend final : public backend::Backend {
       const std::string name = fmt::format("attention_{}_{}_{}_{}", dtype_name(spec.dtype), spec.head_dim, spec.mask,
                                            spec.guard);
       if (compiled_.insert(name).second) {
-        const backend::cuda::CompiledCubin c =
-            backend::cuda::compile_to_cubin(backend::cuda::attention_source(name, spec), name + ".cu", "sm_90a");
+        const std::string code = backend::cuda::attention_uses_tensor_cores(spec)
+                                     ? backend::cuda::attention_mma_source(name, spec)
+                                     : backend::cuda::attention_source(name, spec);
+        const backend::cuda::CompiledCubin c = backend::cuda::compile_to_cubin(code, name + ".cu", "sm_90a");
         EXPECT_EQ(c.log, "") << name;
         counts_.compiled++;
       }

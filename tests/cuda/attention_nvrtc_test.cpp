@@ -1,5 +1,6 @@
 // The attention kernel's source (backend/cuda/cuda_attention.h) compiles with NVRTC for sm_90a with
-// an empty log, for every dtype, with and without its mask and guard, at head dims 1, 40, 64 and 128
+// an empty log, for every dtype, with and without its mask and guard, at head dims 1, 40, 64 and 128,
+// and the tensor-core kernel for bf16 and f16 at head dims 16 to 128
 // (the GPU tests in tests/cuda_session run it).
 #include <gtest/gtest.h>
 
@@ -22,6 +23,27 @@ TEST_F(AttentionNvrtc, EveryVariantCompilesForSm90a) {
         EXPECT_EQ(c.log, "") << dtype_name(t) << " D=" << d << "\n" << code;
         EXPECT_FALSE(c.cubin.empty());
       }
+}
+
+TEST_F(AttentionNvrtc, EveryTensorCoreVariantCompilesForSm90a) {
+  for (DType t : {DType::bf16, DType::f16})
+    for (int64_t d : {16, 32, 64, 128})
+      for (bool mask : {false, true}) {
+        const AttentionSpec spec{t, d, mask, !mask};
+        ASSERT_TRUE(attention_uses_tensor_cores(spec));
+        const std::string code = attention_mma_source("attention_mma_test", spec);
+        const CompiledCubin c = compile_to_cubin(code, "attention_mma_test.cu", "sm_90a");
+        EXPECT_EQ(c.log, "") << dtype_name(t) << " D=" << d << "\n" << code;
+        EXPECT_FALSE(c.cubin.empty());
+      }
+}
+
+TEST(AttentionSource, TensorCoresTakeHalvesAtHeadDimsOfSixteens) {
+  EXPECT_TRUE(attention_uses_tensor_cores(AttentionSpec{DType::bf16, 64, true, true}));
+  EXPECT_FALSE(attention_uses_tensor_cores(AttentionSpec{DType::bf16, 40, true, true}));
+  EXPECT_FALSE(attention_uses_tensor_cores(AttentionSpec{DType::f32, 64, true, true}));
+  EXPECT_FALSE(attention_uses_tensor_cores(AttentionSpec{DType::f16, 144, false, false}));
+  EXPECT_THROW(attention_mma_source("a", AttentionSpec{DType::f32, 64, false, false}), InternalError);
 }
 
 TEST(AttentionSource, AHeadDimPast128IsAnInternalError) {

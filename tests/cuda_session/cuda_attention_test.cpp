@@ -94,6 +94,96 @@ TEST_F(CudaAttention, HalfPrecisionsMeetTheLowPrecisionRule) {
   }
 }
 
+TEST_F(CudaAttention, HalfPrecisionsKeepTheHardCases) {
+  for (const char* precision : {"bf16", "fp16"}) {
+    check(exported(2, 37, 37, 3, 64, true), precision, true);
+    check(exported(1, 70, 130, 2, 32, false), precision, true);  // two key tiles and part of a third
+  }
+}
+
+// Q, K and V made from x [B,S,E] (E = H*D) by one product split along its last axis (gpt2's form), or
+// by three projections that the compiler merges into one (bert's form); either way the attention
+// kernel reads them as columns of one tensor, so the run has one product and one attention step.
+std::string projected(int64_t b, int64_t s, int64_t h, int64_t d, bool split_by_exporter) {
+  const int64_t e = h * d;
+  std::string text = fmt::format("graph g(%x: f32[{b},{s},{e}], %m: f32[{b},1,1,{s}]", fmt::arg("b", b),
+                                 fmt::arg("s", s), fmt::arg("e", e));
+  if (split_by_exporter) text += fmt::format(", %w: f32[{0},{1}], %bias: f32[{1}]", e, 3 * e);
+  else
+    for (const char* n : {"q", "k", "v"}) text += fmt::format(", %w{0}: f32[{1},{1}], %b{0}: f32[{1}]", n, e);
+  text += fmt::format(") -> (%y) {{\n  const %shape: i64[4] = [{}, {}, {}, {}]\n  const %c: f32[] = [{}]\n", b, s, h, d,
+                      1.0 / std::sqrt(double(d)));
+  if (split_by_exporter)
+    text += fmt::format("  const %sizes: i64[3] = [{0}, {0}, {0}]\n  %p = MatMul(%x, %w)\n  %pb = Add(%p, %bias)\n"
+                        "  %q, %k, %v = Split(%pb, %sizes) {{axis=2}}\n",
+                        e);
+  else
+    for (const char* n : {"q", "k", "v"}) text += fmt::format("  %p{0} = MatMul(%x, %w{0})\n  %{0} = Add(%b{0}, %p{0})\n", n);
+  return text +
+         "  %q4 = Reshape(%q, %shape)\n  %k4 = Reshape(%k, %shape)\n  %v4 = Reshape(%v, %shape)\n"
+         "  %qt = Transpose(%q4) {perm=[0, 2, 1, 3]}\n  %kt = Transpose(%k4) {perm=[0, 2, 3, 1]}\n"
+         "  %vt = Transpose(%v4) {perm=[0, 2, 1, 3]}\n  %qs = Mul(%qt, %c)\n  %sc = MatMul(%qs, %kt)\n"
+         "  %sm = Add(%sc, %m)\n  %pr = Softmax(%sm) {axis=-1}\n  %o = MatMul(%pr, %vt)\n"
+         "  %y = Transpose(%o) {perm=[0, 2, 1, 3]}\n}\n";
+}
+
+// The graph with its weight inputs (names starting with w or b) made constants of random values
+// scaled by 1/sqrt(E), as a model's initializers.
+Graph with_constant_weights(Graph g, int64_t e) {
+  const std::map<std::string, Tensor> values = make_inputs(g, {}, 11);
+  std::vector<ValueId> inputs;
+  for (ValueId id : g.inputs) {
+    const std::string& name = g.value(id).name;
+    if (name[0] != 'w' && name[0] != 'b') {
+      inputs.push_back(id);
+      continue;
+    }
+    Tensor t = values.at(name).clone();
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] /= std::sqrt(float(e));
+    g.value(id).constant = std::make_shared<const Tensor>(std::move(t));
+  }
+  g.inputs = inputs;
+  return g;
+}
+
+TEST_F(CudaAttention, ProjectionsSplitOrMergedAreReadAsColumnsOfOneProduct) {
+  for (bool split_by_exporter : {true, false})
+    for (const char* precision : {"fp32", "bf16"}) {
+      const int64_t b = 1, s = 45, h = 4, d = 32;
+      const Graph g = with_constant_weights(parse_graph(projected(b, s, h, d, split_by_exporter)), h * d);
+      Options options;
+      options.device = "cuda";
+      options.precision = precision;
+      options.cuda_attention = true;
+      Session gpu = Session::from_graph(g, Mode::compiled, options, {});
+      Session cpu = Session::from_graph(g, Mode::compiled, Options{}, {});
+      for (uint64_t seed = 1; seed <= 3; ++seed) {
+        std::map<std::string, Tensor> inputs = make_inputs(gpu.graph(), {}, seed);
+        Tensor& m = inputs.at("m");
+        for (int64_t j = 0; j < s; ++j) m.data<float>()[j] = j % 3 == 0 ? -INFINITY : 0.0f;  // every third key masked
+        const Tensor got = gpu.run(inputs).at("y"), want = cpu.run(inputs).at("y");
+        if (std::string(precision) == "fp32") {
+          const CloseResult r = all_close(got, want, 1e-4, 1e-5);
+          EXPECT_TRUE(r.ok) << split_by_exporter << " " << precision << " seed " << seed << ": " << r.reason;
+        } else {
+          const LowPrecisionResult r = low_precision_rule(got, want);
+          EXPECT_TRUE(r.pass) << split_by_exporter << " " << precision << " seed " << seed << ": " << r.detail;
+        }
+      }
+      RunProfile profile;
+      gpu.run(make_inputs(gpu.graph(), {}, 9), &profile);
+      int attention = 0, products = 0;
+      std::string labels;
+      for (const StepProfile& st : profile.steps) {
+        attention += st.label.find("attention") != std::string::npos;
+        for (const char* core : {"matmul", "gemm", "bmm"}) products += st.label.rfind(core, 0) == 0;
+        labels += st.label + " ";
+      }
+      EXPECT_EQ(attention, 1) << labels;
+      EXPECT_EQ(products, 1) << "one product for Q, K and V: " << labels;
+    }
+}
+
 TEST_F(CudaAttention, PlainTensorsWithoutAMask) {
   check(R"(graph g(%q: f32[2,3,45,16], %kt: f32[2,3,16,77], %v: f32[2,3,77,16]) -> (%y) {
   %s = MatMul(%q, %kt)

@@ -107,6 +107,78 @@ TEST(FuseAttention, WhatAnotherNodeReadsStaysOutside) {
 
 // bert (the zoo graph, zero weights of the right size): its 12 layers are 12 groups, each with the mask
 // and the guard, scaled by 1/sqrt(64).
+// gpt2's form: one [B,S,3*H*D] product split along its last axis, each part reshaped to [B,S,H,D].
+std::string split_qkv(const char* sizes, const char* reshape_dims) {
+  return std::string(R"(graph g(%x: f32[1,7,48], %m: f32[1,1,7,7]) -> (%y) {
+  const %sizes: i64[3] = )") + sizes + R"(
+  const %shape: i64[4] = )" + reshape_dims + R"(
+  %q, %k, %v = Split(%x, %sizes) {axis=2}
+  %q4 = Reshape(%q, %shape)
+  %k4 = Reshape(%k, %shape)
+  %v4 = Reshape(%v, %shape)
+  %qt = Transpose(%q4) {perm=[0, 2, 1, 3]}
+  %kt = Transpose(%k4) {perm=[0, 2, 3, 1]}
+  %vt = Transpose(%v4) {perm=[0, 2, 1, 3]}
+  %s = MatMul(%qt, %kt)
+  %sm = Add(%s, %m)
+  %p = Softmax(%sm) {axis=-1}
+  %o = MatMul(%p, %vt)
+  %y = Transpose(%o) {perm=[0, 2, 1, 3]}
+}
+)";
+}
+
+TEST(FuseAttention, QKAndVAreReadAsColumnsOfTheSplitTheyCameFrom) {
+  const std::vector<AttentionGroup> groups = groups_of(split_qkv("[16, 16, 16]", "[1, 7, 2, 8]"));
+  ASSERT_EQ(groups.size(), 1u);
+  const AttentionGroup& a = groups[0];
+  EXPECT_EQ(a.nodes.size(), 12u) << "the Split and the three Reshapes too";
+  EXPECT_EQ(a.q, a.k);
+  EXPECT_EQ(a.q, a.v);
+  EXPECT_EQ(a.q_slice.column, 0);
+  EXPECT_EQ(a.k_slice.column, 16);
+  EXPECT_EQ(a.v_slice.column, 32);
+  EXPECT_EQ(a.q_slice.heads, 2);
+  EXPECT_EQ(a.v_slice.heads, 2);
+  EXPECT_EQ(a.head_dim, 8);
+  EXPECT_EQ(a.k_perm, (std::array<int, 4>{0, 2, 1, 3}));
+}
+
+TEST(FuseAttention, APartAnotherNodeReadsIsItsOwnOperandAndTheSplitStays) {
+  std::string text = split_qkv("[16, 16, 16]", "[1, 7, 2, 8]");
+  text.replace(text.find("-> (%y)"), 7, "-> (%y, %k)");  // K's part is an output of the graph too
+  const std::vector<AttentionGroup> groups = groups_of(text);
+  ASSERT_EQ(groups.size(), 1u);
+  const AttentionGroup& a = groups[0];
+  EXPECT_EQ(a.q_slice.column, 0);
+  EXPECT_EQ(a.k_slice.column, -1) << "K is its Reshape's output";
+  EXPECT_EQ(a.v_slice.column, 32);
+  EXPECT_NE(a.q, a.k);
+  EXPECT_EQ(a.nodes.size(), 10u) << "neither the Split nor K's Reshape";
+}
+
+TEST(FuseAttention, ASplitAlongAnotherAxisIsNotReadThrough) {
+  const std::vector<AttentionGroup> groups = groups_of(R"(graph g(%x: f32[3,7,16], %m: f32[1,1,7,7]) -> (%y) {
+  const %sizes: i64[3] = [1, 1, 1]
+  const %shape: i64[4] = [1, 7, 2, 8]
+  %q, %k, %v = Split(%x, %sizes) {axis=0}
+  %q4 = Reshape(%q, %shape)
+  %k4 = Reshape(%k, %shape)
+  %v4 = Reshape(%v, %shape)
+  %qt = Transpose(%q4) {perm=[0, 2, 1, 3]}
+  %kt = Transpose(%k4) {perm=[0, 2, 3, 1]}
+  %vt = Transpose(%v4) {perm=[0, 2, 1, 3]}
+  %s = MatMul(%qt, %kt)
+  %p = Softmax(%s) {axis=-1}
+  %o = MatMul(%p, %vt)
+  %y = Transpose(%o) {perm=[0, 2, 1, 3]}
+}
+)");
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].q_slice.column, -1);
+  EXPECT_EQ(groups[0].v_slice.column, -1);
+}
+
 TEST(FuseAttention, BertHasOneGroupPerLayer) {
   const fs::path dir = fs::temp_directory_path() / ("kiln_attention_plan_" + std::to_string(getpid()));
   const fs::path model = test_common::zoo_graph_with_zero_weights("bert", dir);

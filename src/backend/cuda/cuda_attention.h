@@ -20,12 +20,21 @@ struct AttentionSpec {
   bool guard = false;        // NaN rows give zeros
 };
 
-// Its launch: a block of kAttentionThreads per (batch, head) and kAttentionRowsPerBlock query rows.
+// Its launch: a block of kAttentionThreads per (batch, head) and kAttentionRowsPerBlock query rows
+// (kAttentionMmaRowsPerBlock for the tensor-core kernel).
 inline constexpr int kAttentionThreads = 128;
 inline constexpr int kAttentionRowsPerBlock = 8;
+inline constexpr int kAttentionMmaRowsPerBlock = 64;
 
-// The CUDA C++ of the kernel (cuda_attention_source.cpp), extern "C" `name` (the NVRTC-only test compiles it).
+// The CUDA C++ of the CUDA-core kernel (cuda_attention_source.cpp), extern "C" `name` (the NVRTC-only
+// test compiles it).
 std::string attention_source(const std::string& name, const AttentionSpec& spec);
+
+// bf16 and f16 at head dims that are multiples of 16 (up to 128) take the tensor-core kernel
+// (cuda_attention_mma_source.cpp: the same parameters, and a last `int vec`: every operand's head-dim
+// stride is 1 and its other strides and address are multiples of 16 bytes).
+bool attention_uses_tensor_cores(const AttentionSpec& spec);
+std::string attention_mma_source(const std::string& name, const AttentionSpec& spec);
 
 // The group's kernel; null for a dtype it does not take (the nodes then stay with the other passes).
 std::unique_ptr<Kernel> make_attention_kernel(const CudaRuntime& runtime, const Graph& g,

@@ -87,7 +87,8 @@ Fusions cuda_fusions(const Options& options) {
                  .pointwise = true,
                  .pointwise_singletons = true,
                  .half_floats = true,
-                 .attention = options.cuda_attention};
+                 .attention = options.cuda_attention,
+                 .sibling_matmuls = options.cuda_merge_matmuls};
 }
 
 schedule::RoutingThresholds cuda_routing_thresholds() {

@@ -38,7 +38,7 @@ class ConvKernel final : public Kernel {
  public:
   ConvKernel(const CudaRuntime& runtime, const Graph& g, const Node& conv, const LibraryGroup* group,
              const Options& options, ModuleCache& modules)
-      : runtime_(runtime), what_(g.describe(conv)), allow_tf32_(options.allow_tf32), plans_(runtime) {
+      : runtime_(runtime), what_(g.describe(conv)), allow_tf32_(options.allow_tf32), plans_(runtime, options.cuda_time_gemms) {
     const Tensor& w = *g.value(conv.inputs[1]).constant;
     dtype_ = w.dtype();
     oc_ = w.dim(0);

@@ -24,20 +24,56 @@ Tensor output_buffer(const CudaRuntime& runtime, const LaunchArgs& args, size_t 
 
 void MatmulPlans::run(const GemmProblem& p, CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr residual,
                       CUdeviceptr d) const {
-  const LtMatmul* mm;
+  const std::string key = describe(p);
+  const Plan* plan;
   {
-    const std::string key = describe(p);
     std::lock_guard lock(mutex_);
     auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, std::make_unique<LtMatmul>(runtime_.context(), p)).first;
-    mm = it->second.get();
+    if (it == plans_.end()) it = plans_.emplace(key, Plan{std::make_unique<LtMatmul>(runtime_.context(), p), -1}).first;
+    plan = &it->second;
   }
-  const size_t workspace_bytes = mm->workspace_bytes(0);
+  int algorithm = plan->algorithm;
+  if (algorithm < 0) {
+    const bool timed = time_ && plan->matmul->algorithms() > 1;
+    // Inside a capture nothing can be timed: the heuristic's first for now, timed on a later run.
+    algorithm = timed && runtime_.capturing() ? 0 : -1;
+    if (algorithm < 0) {
+      algorithm = timed ? runtime_.measured_choice("cublaslt " + key,
+                                                   [&] { return fastest(*plan->matmul, a, b, bias, residual); })
+                        : 0;
+      std::lock_guard lock(mutex_);
+      plans_.at(key).algorithm = algorithm;
+    }
+  }
+  const size_t workspace_bytes = plan->matmul->workspace_bytes(algorithm);
   // Stream-ordered: freed after the product that reads it (inside a capture: the graph's own).
   const Tensor workspace =
       workspace_bytes ? runtime_.empty(DType::u8, {static_cast<int64_t>(workspace_bytes)}) : Tensor();
-  mm->run(runtime_.cuda_stream(), 0, a, b, bias, residual, d, workspace_bytes ? device_ptr(workspace) : 0,
-          workspace_bytes);
+  plan->matmul->run(runtime_.cuda_stream(), algorithm, a, b, bias, residual, d,
+                    workspace_bytes ? device_ptr(workspace) : 0, workspace_bytes);
+}
+
+// Each algorithm once to warm up, then kTimed runs between two events, into a scratch D (D may be the
+// residual itself, which repeated runs would accumulate into). The inputs are the run's own.
+int MatmulPlans::fastest(const LtMatmul& mm, CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr residual) const {
+  constexpr int kTimed = 10;
+  const GemmProblem& p = mm.problem();
+  const Tensor scratch = runtime_.empty(p.dtype, {p.batch, p.m, p.n});
+  const size_t most = mm.max_workspace_bytes();
+  const Tensor workspace = most ? runtime_.empty(DType::u8, {static_cast<int64_t>(most)}) : Tensor();
+  const CUdeviceptr w = most ? device_ptr(workspace) : 0;
+  int best = 0;
+  double best_ms = 0;
+  for (int i = 0; i < mm.algorithms(); ++i) {
+    mm.run(runtime_.cuda_stream(), i, a, b, bias, residual, device_ptr(scratch), w, most);
+    const std::unique_ptr<DeviceRuntime::Mark> from = runtime_.mark();
+    for (int r = 0; r < kTimed; ++r) mm.run(runtime_.cuda_stream(), i, a, b, bias, residual, device_ptr(scratch), w, most);
+    const std::unique_ptr<DeviceRuntime::Mark> to = runtime_.mark();
+    runtime_.synchronize();
+    const double ms = runtime_.elapsed_ms(*from, *to);
+    if (i == 0 || ms < best_ms) best = i, best_ms = ms;
+  }
+  return best;
 }
 
 namespace {

@@ -109,14 +109,23 @@ Tensor output_buffer(const CudaRuntime& runtime, const LaunchArgs& args, size_t 
 // thread-safe and launches the heuristic's first algorithm with its workspace on the runtime's stream.
 class MatmulPlans {
  public:
-  explicit MatmulPlans(const CudaRuntime& runtime) : runtime_(runtime) {}
+  // time_algorithms: the first run of a problem outside a capture times each algorithm the heuristic
+  // offered and keeps the fastest (once per runtime and problem); otherwise the heuristic's first.
+  MatmulPlans(const CudaRuntime& runtime, bool time_algorithms) : runtime_(runtime), time_(time_algorithms) {}
   void run(const GemmProblem& p, CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr residual,
            CUdeviceptr d) const;
 
  private:
+  struct Plan {
+    std::unique_ptr<LtMatmul> matmul;
+    int algorithm = 0;
+  };
+  int fastest(const LtMatmul& mm, CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr residual) const;
+
   const CudaRuntime& runtime_;
+  bool time_;
   mutable std::mutex mutex_;
-  mutable std::map<std::string, std::unique_ptr<LtMatmul>> plans_;
+  mutable std::map<std::string, Plan> plans_;
 };
 
 // The architecture kiln compiles for on this device: sm_90a on Hopper (its wgmma and TMA instructions), else sm_XY.

@@ -39,7 +39,7 @@ class MatmulKernel final : public Kernel {
   // A library group (`group` set) or a bare MatMul node.
   MatmulKernel(const CudaRuntime& runtime, const Graph& g, const Node& core, const LibraryGroup* group,
                const Options& options, ModuleCache* modules)
-      : runtime_(runtime), what_(g.describe(core)), allow_tf32_(options.allow_tf32), plans_(runtime) {
+      : runtime_(runtime), what_(g.describe(core)), allow_tf32_(options.allow_tf32), plans_(runtime, options.cuda_time_gemms) {
     const TensorType& out = g.value(group ? group->output : core.outputs[0]).type;
     dtype_ = out.dtype;
     if (!group) return;

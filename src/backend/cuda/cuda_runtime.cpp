@@ -79,6 +79,16 @@ void CudaRuntime::replay(const void* graph) const {
   check(driver().cuGraphLaunch(static_cast<const Capture*>(graph)->exec, stream_.handle()), "cuGraphLaunch");
 }
 
+int CudaRuntime::measured_choice(const std::string& key, const std::function<int()>& measure) const {
+  {
+    std::lock_guard lock(choices_mutex_);
+    if (auto it = choices_.find(key); it != choices_.end()) return it->second;
+  }
+  const int choice = measure();  // unlocked: it runs work on the stream (two threads may both measure)
+  std::lock_guard lock(choices_mutex_);
+  return choices_.emplace(key, choice).first->second;
+}
+
 void CudaRuntime::copy_into(const Tensor& from, Tensor& to) const {
   KILN_INTERNAL_CHECK(to.device() == device() && from.dtype() == to.dtype() && from.shape() == to.shape() &&
                           (from.device().is_host() || from.device() == device()),

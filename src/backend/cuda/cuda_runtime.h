@@ -2,8 +2,11 @@
 // session is ordered on; arenas and kernel outputs from the device's stream-ordered pool; copies
 // between host and device tensors on that stream.
 #pragma once
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_objects.h"
@@ -35,6 +38,11 @@ class CudaRuntime final : public DeviceRuntime {
   std::shared_ptr<const void> end_capture() const override;
   void abort_capture() const noexcept override;
   void replay(const void* graph) const override;
+  bool capturing() const { return capturing_ != nullptr; }
+
+  // A choice measured once per runtime (the fastest cuBLASLt algorithm of a problem): `measure()` the
+  // first time `key` is asked for, the remembered answer after that.
+  int measured_choice(const std::string& key, const std::function<int()>& measure) const;
 
   // Timing with events on the stream (cuEventRecord; cuEventElapsedTime after synchronize; cuda_timing.cpp).
   // Marking while the stream is being captured is an InternalError: the event would be a node of the graph.
@@ -59,6 +67,8 @@ class CudaRuntime final : public DeviceRuntime {
   struct Capture;
   mutable std::shared_ptr<Capture> capturing_;  // set between begin_capture and end_capture
   std::shared_ptr<EventPool> events_;  // timing events marks give back, so a profiled run creates none
+  mutable std::mutex choices_mutex_;
+  mutable std::map<std::string, int> choices_;
   mutable std::once_flag ops_once_;
   mutable std::unique_ptr<DeviceOps> ops_;
 };
