@@ -26,14 +26,14 @@ class Matcher {
     const TensorType& st = type(s.inputs[0]);
     const int64_t axis = s.attr_int("axis", -1);
     if (st.rank() != 4 || !is_f32_or_half(st.dtype) || (axis != -1 && axis != 3)) return std::nullopt;
-    // The scores: MatMul(Q, K^T), or that plus the mask.
-    NodeId qk = producer_if(s.inputs[0], OpKind::MatMul);
+    // The scores: MatMul(Q, K^T) (maybe scaled after the product), or that plus the mask.
+    NodeId qk = scores_product(s.inputs[0], nodes, a.scale);
     if (qk < 0) {
       const NodeId add = producer_if(s.inputs[0], OpKind::Add);
       if (add < 0) return std::nullopt;
       nodes.push_back(add);
       for (int side : {0, 1}) {
-        qk = producer_if(node(add).inputs[size_t(side)], OpKind::MatMul);
+        qk = scores_product(node(add).inputs[size_t(side)], nodes, a.scale);
         if (qk >= 0) {
           a.mask = node(add).inputs[size_t(1 - side)];
           break;
@@ -129,6 +129,29 @@ class Matcher {
   bool is_zero(ValueId v) const {
     std::optional<double> x = scalar(v);
     return x && *x == 0.0;
+  }
+
+  // MatMul(Q, K^T), or the product scaled: a Mul by a scalar constant or a Div by a nonzero one (the
+  // exporters of `scores / sqrt(d)`), folded into `scale`. -1 when v is neither.
+  NodeId scores_product(ValueId v, std::vector<NodeId>& nodes, double& scale) const {
+    if (NodeId mm = producer_if(v, OpKind::MatMul); mm >= 0) return mm;
+    for (OpKind op : {OpKind::Mul, OpKind::Div}) {
+      const NodeId m = producer_if(v, op);
+      if (m < 0) continue;
+      const Node& n = node(m);
+      for (int side : {1, 0}) {
+        if (op == OpKind::Div && side == 0) continue;  // c / x is no scale
+        const std::optional<double> c = scalar(n.inputs[size_t(side)]);
+        const ValueId x = n.inputs[size_t(1 - side)];
+        if (!c || (op == OpKind::Div && *c == 0.0) || !(type(x) == type(v))) continue;
+        const NodeId mm = producer_if(x, OpKind::MatMul);
+        if (mm < 0) continue;
+        scale *= op == OpKind::Mul ? *c : 1.0 / *c;
+        nodes.push_back(m);
+        return mm;
+      }
+    }
+    return -1;
   }
 
   // A MatMul operand: maybe a Mul by a scalar constant (folded into `scale`), maybe a Transpose of a

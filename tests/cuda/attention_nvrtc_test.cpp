@@ -1,8 +1,10 @@
 // The attention kernel's source (backend/cuda/cuda_attention.h) compiles with NVRTC for sm_90a with
 // an empty log, for every dtype, with and without its mask and guard, at head dims 1, 40, 64 and 128,
-// and the tensor-core kernel for bf16 and f16 at head dims 16 to 128
+// and the tensor-core kernel for bf16 and f16 at head dims 16 to 128 with blocks of 1, 2 and 4 warps
 // (the GPU tests in tests/cuda_session run it).
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include "backend/cuda/cuda_attention.h"
 #include "cuda_test_util.h"
@@ -28,14 +30,28 @@ TEST_F(AttentionNvrtc, EveryVariantCompilesForSm90a) {
 TEST_F(AttentionNvrtc, EveryTensorCoreVariantCompilesForSm90a) {
   for (DType t : {DType::bf16, DType::f16})
     for (int64_t d : {16, 32, 64, 128})
-      for (bool mask : {false, true}) {
-        const AttentionSpec spec{t, d, mask, !mask};
-        ASSERT_TRUE(attention_uses_tensor_cores(spec));
-        const std::string code = attention_mma_source("attention_mma_test", spec);
-        const CompiledCubin c = compile_to_cubin(code, "attention_mma_test.cu", "sm_90a");
-        EXPECT_EQ(c.log, "") << dtype_name(t) << " D=" << d << "\n" << code;
-        EXPECT_FALSE(c.cubin.empty());
-      }
+      for (bool mask : {false, true})
+        for (int warps : {1, 2, 4}) {
+          if (warps != 4 && (t != DType::bf16 || d != 64)) continue;  // the warps change no operand code
+          const AttentionSpec spec{t, d, mask, !mask, warps};
+          ASSERT_TRUE(attention_uses_tensor_cores(spec));
+          const std::string code = attention_mma_source("attention_mma_test", spec);
+          EXPECT_NE(code.find(fmt::format("__launch_bounds__({})", 32 * warps)), std::string::npos);
+          const CompiledCubin c = compile_to_cubin(code, "attention_mma_test.cu", "sm_90a");
+          EXPECT_EQ(c.log, "") << dtype_name(t) << " D=" << d << " warps " << warps << "\n" << code;
+          EXPECT_FALSE(c.cubin.empty());
+        }
+}
+
+// Blocks shrink to one warp only where four would leave multiprocessors idle.
+TEST(AttentionSource, WarpsABlockFollowTheRowsThereAre) {
+  EXPECT_EQ(attention_mma_warps(12 * 128, 132), 1) << "bert at batch 1";
+  EXPECT_EQ(attention_mma_warps(12 * 512, 132), 2);
+  EXPECT_EQ(attention_mma_warps(12 * 2048, 132), 4);
+  EXPECT_EQ(attention_mma_warps(0, 132), 4) << "symbolic sizes";
+  EXPECT_EQ(attention_mma_warps(64 * 132, 132), 4);
+  EXPECT_EQ(attention_mma_warps(64 * 132 - 1, 132), 2);
+  EXPECT_THROW(attention_mma_source("a", AttentionSpec{DType::bf16, 64, false, false, 3}), InternalError);
 }
 
 TEST(AttentionSource, TensorCoresTakeHalvesAtHeadDimsOfSixteens) {

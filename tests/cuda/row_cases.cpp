@@ -363,6 +363,16 @@ std::string RowReport::summary() const {
   return fmt::format("{} elements ({} NaN expected), worst error {:.3f} of its bound", elements, nan_expected, worst);
 }
 
+const std::vector<RowVariant>& row_variants() {
+  using codegen::cuda::CudaRowMapping;
+  static const std::vector<RowVariant> variants = {
+      {"t256", {.threads_per_block = 256, .mapping = CudaRowMapping::automatic}},
+      {"t64_block", {.threads_per_block = 64, .mapping = CudaRowMapping::block}},
+      {"t64_warp", {.threads_per_block = 64, .mapping = CudaRowMapping::warp}},
+  };
+  return variants;
+}
+
 RowReport run_row_case(const RowCase& c, const BuiltRowCase& built, const codegen::cuda::CudaRowLaunch& launch,
                        const std::vector<Sizes>& sizes, const RowKernelRunner& run) {
   RowReport report;
@@ -406,13 +416,13 @@ RowReport run_row_case(const RowCase& c, const BuiltRowCase& built, const codege
     std::vector<int64_t> symbols;
     for (const schedule::SymbolSource& src : built.group.symbols) symbols.push_back(inputs.at(size_t(src.input)).dim(src.dim));
     const DType accumulator = k.reductions.empty() ? k.output.dtype : k.reductions[0].body.dtype();
-    const RowTolerance tol = row_tolerance(c, accumulator, k.output.dtype, cols, launch.threads_per_block);
+    const RowTolerance tol = row_tolerance(c, accumulator, k.output.dtype, cols, launch.threads_per_row());
     report.half_output = is_half(k.output.dtype);
     std::vector<int64_t> grids = {launch.blocks(rows, cols)};
     if (rows > 2) grids.push_back(2);
     for (int64_t blocks : grids) {
-      const std::string where = fmt::format("{} ({} rows x {} cols, {} blocks of {})", c.name, rows, cols, blocks,
-                                            launch.threads_per_block);
+      const std::string where = fmt::format("{} ({} rows x {} cols, {} blocks of {}, {} rows a block)", c.name, rows,
+                                            cols, blocks, launch.threads_per_block, launch.rows_per_block);
       const KernelRun got = run(inputs, symbols, rows, cols, k.output.dtype, want.shape(), blocks);
       if (!got.guard_intact) report.failures.push_back(where + ": wrote past the output");
       if (got.output.numel() != want.numel()) {

@@ -60,6 +60,15 @@ struct RowTolerance {
 // accumulate in f32) by blocks of `threads`, stored as `output`.
 RowTolerance row_tolerance(const RowCase& c, DType accumulator, DType output, int64_t cols, int threads);
 
+// The emitter options every case runs under: a block per row at 256 threads for symbolic widths (a
+// warp per row for constant ones up to kWarpRowMaxCols), a block per row at 64 threads, a warp per row at
+// 64 threads at any width.
+struct RowVariant {
+  std::string label;
+  codegen::cuda::CudaRowEmitOptions options;
+};
+const std::vector<RowVariant>& row_variants();
+
 // One launch: inputs (one per group input), the kernel's size arguments, output dtype and shape, grid.
 using RowKernelRunner =
     std::function<KernelRun(const std::vector<Tensor>& inputs, const std::vector<int64_t>& symbols, int64_t rows,

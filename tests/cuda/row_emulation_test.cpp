@@ -1,8 +1,8 @@
 // The generated CUDA row kernels run on the host: every case's source, with stand-ins for the CUDA names
 // it uses, compiled as C++ by the host compiler into one shared object, each block's threads run as
 // fibers (ucontext) switched at every barrier, so that __syncthreads and __shfl_xor_sync (emulated as
-// exchanges between two barriers) behave as on a GPU, and a barrier that not every thread of a block
-// reaches is reported. This checks the block reduction, the grid-stride loop over rows, the index
+// exchanges between two barriers) behave as on a GPU, and a __syncthreads that not every thread of a
+// block reaches, or a shuffle that not every lane of a warp reaches, is reported. This checks the block reduction, the grid-stride loop over rows, the index
 // arithmetic and the semantics against the fp64 reference on machines without a GPU, and runs the GPU
 // test's harness (row_cases.h) where that one skips. CUDA's math functions are stood in for by libm's,
 // so the GPU test remains the check of those (the tolerances cover both).
@@ -49,11 +49,16 @@ static inline double __dmul_rn(double a, double b) { return a * b; }
 
 static ucontext_t kiln_emu_main, kiln_emu_fiber[1024];
 static bool kiln_emu_finished[1024];
-static unsigned kiln_emu_arrived;
+static unsigned kiln_emu_arrived, kiln_emu_arrived_in_warp[32];
+static bool kiln_emu_block_barrier;  // some thread reached a __syncthreads in this sweep
 static void (*kiln_emu_body)();
 // A thread reaching a barrier hands control back to the scheduler, which sets threadIdx before resuming it.
-static void kiln_emu_barrier() { ++kiln_emu_arrived; swapcontext(&kiln_emu_fiber[threadIdx.x], &kiln_emu_main); }
-static void __syncthreads() { kiln_emu_barrier(); }
+static void kiln_emu_barrier() {
+  ++kiln_emu_arrived;
+  ++kiln_emu_arrived_in_warp[threadIdx.x / 32];
+  swapcontext(&kiln_emu_fiber[threadIdx.x], &kiln_emu_main);
+}
+static void __syncthreads() { kiln_emu_block_barrier = true; kiln_emu_barrier(); }
 template <class T> static T __shfl_xor_sync(unsigned, T v, int lane_mask) {
   static T slot[1024];
   slot[threadIdx.x] = v;
@@ -63,7 +68,8 @@ template <class T> static T __shfl_xor_sync(unsigned, T v, int lane_mask) {
   return r;
 }
 static void kiln_emu_entry() { kiln_emu_body(); kiln_emu_finished[threadIdx.x] = true; }
-// 0, or 1 when some threads of a block wait at a barrier that others never reach.
+// 0, or 1 when some threads of a block wait at a __syncthreads that others never reach, or some lanes of
+// a warp at a shuffle that others never reach (warps may shuffle while other warps have finished).
 static int kiln_emu_run(unsigned grid, unsigned block, void (*body)()) {
   const size_t stack = 256 * 1024;
   char* stacks = (char*)malloc(stack * block);
@@ -83,12 +89,17 @@ static int kiln_emu_run(unsigned grid, unsigned block, void (*body)()) {
     }
     for (;;) {  // each sweep runs every thread to its next barrier (or its end)
       kiln_emu_arrived = 0;
+      kiln_emu_block_barrier = false;
+      memset(kiln_emu_arrived_in_warp, 0, sizeof kiln_emu_arrived_in_warp);
       unsigned done = 0;
       for (unsigned t = 0; t < block; ++t)
         if (!kiln_emu_finished[t]) { threadIdx.x = t; swapcontext(&kiln_emu_main, &kiln_emu_fiber[t]); }
       for (unsigned t = 0; t < block; ++t) done += kiln_emu_finished[t];
       if (done == block) break;
-      if (kiln_emu_arrived != block) { status = 1; break; }
+      if (kiln_emu_block_barrier && kiln_emu_arrived != block) { status = 1; break; }
+      for (unsigned w = 0; w < block / 32; ++w)
+        if (kiln_emu_arrived_in_warp[w] != 0 && kiln_emu_arrived_in_warp[w] != 32) status = 1;
+      if (status) break;
     }
   }
   free(stacks);
@@ -113,14 +124,11 @@ std::string emulation_entry(const loops::RowKernel& k, const CudaRowSource& src)
 }
 
 using EmulatedKernel = int(void* const* parameters, unsigned grid, unsigned block);
-constexpr int kBlockSizes[] = {64, 256};
 
-std::string emulated_name(const RowCase& c, int threads) { return fmt::format("{}_t{}", c.name, threads); }
-
-CudaRowSource emulated_source(const RowCase& c, int threads) {
+CudaRowSource emulated_source(const RowCase& c, const RowVariant& variant) {
   loops::RowKernel k = build_row_case(c).group.kernel;
-  k.name = emulated_name(c, threads);
-  return codegen::cuda::emit_row_cuda(k, {.threads_per_block = threads});
+  k.name = c.name + "_" + variant.label;
+  return codegen::cuda::emit_row_cuda(k, variant.options);
 }
 
 // All kernels in one program, compiled once.
@@ -129,8 +137,8 @@ class CudaRowEmulation : public ::testing::Test {
   void SetUp() override {
     std::string code = kHostShim;
     for (const RowCase& c : row_cases())
-      for (int threads : kBlockSizes) {
-        const CudaRowSource src = emulated_source(c, threads);
+      for (const RowVariant& variant : row_variants()) {
+        const CudaRowSource src = emulated_source(c, variant);
         loops::RowKernel k = build_row_case(c).group.kernel;
         code += src.code + emulation_entry(k, src);
       }
@@ -182,8 +190,9 @@ KernelRun run_on_host(EmulatedKernel* kernel, int threads, const std::vector<Ten
 TEST_F(CudaRowEmulation, EveryCaseMatchesTheFp64Reference) {
   for (const RowCase& c : row_cases()) {
     const BuiltRowCase built = build_row_case(c);
-    for (int threads : kBlockSizes) {
-      const CudaRowSource src = emulated_source(c, threads);
+    for (const RowVariant& variant : row_variants()) {
+      const CudaRowSource src = emulated_source(c, variant);
+      const int threads = variant.options.threads_per_block;
       auto* kernel = reinterpret_cast<EmulatedKernel*>(::dlsym(handle_, ("emulate_" + src.name).c_str()));
       ASSERT_NE(kernel, nullptr) << src.name;
       // libm's exp / log stand in for CUDA's: their errors are within the bounds assumed for CUDA's.
@@ -194,7 +203,7 @@ TEST_F(CudaRowEmulation, EveryCaseMatchesTheFp64Reference) {
               DType dtype, const std::vector<int64_t>& shape, int64_t blocks) {
             return run_on_host(kernel, threads, inputs, symbols, rows, cols, dtype, shape, blocks, &diverged);
           });
-      EXPECT_FALSE(diverged) << src.name << ": a barrier not every thread of a block reached";
+      EXPECT_FALSE(diverged) << src.name << ": a barrier not every thread of a block (or lane of a warp) reached";
       for (const std::string& failure : report.failures) ADD_FAILURE() << failure;
       std::cout << src.name << " emulated on the host: " << report.summary() << "\n";
     }

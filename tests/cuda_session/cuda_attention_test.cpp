@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/device_probe.h"
+#include "gpu_checks.h"
 #include "ir/parser.h"
 #include "kiln/session.h"
 #include "runtime/compare.h"
@@ -16,6 +17,9 @@
 
 namespace kiln {
 namespace {
+
+using gpu_checks::expect_matches_cpu;
+using gpu_checks::with_constant_weights;
 
 std::string exported(int64_t b, int64_t sq, int64_t sk, int64_t h, int64_t d, bool guard) {
   const std::string q = fmt::format("f32[{},{},{},{}]", b, sq, h, d), kv = fmt::format("f32[{},{},{},{}]", b, sk, h, d);
@@ -63,14 +67,8 @@ class CudaAttention : public ::testing::Test {
     Session cpu = Session::from_graph(parse_graph(text), Mode::compiled, Options{}, {});
     for (uint64_t seed = 1; seed <= 3; ++seed) {  // launched, captured, replayed
       const std::map<std::string, Tensor> inputs = hard ? hard_inputs(gpu.graph(), seed) : make_inputs(gpu.graph(), {}, seed);
-      const Tensor got = gpu.run(inputs).at("y"), want = cpu.run(inputs).at("y");
-      if (std::string(precision) == "fp32") {
-        const CloseResult r = all_close(got, want, 1e-4, 1e-5);
-        EXPECT_TRUE(r.ok) << precision << " seed " << seed << ": " << r.reason << " (max abs err " << r.max_abs_err << ")";
-      } else {
-        const LowPrecisionResult r = low_precision_rule(got, want);
-        EXPECT_TRUE(r.pass) << precision << " seed " << seed << ": " << r.detail;
-      }
+      expect_matches_cpu(gpu.run(inputs).at("y"), cpu.run(inputs).at("y"), precision,
+                         fmt::format("{} seed {}", precision, seed));
     }
     RunProfile profile;
     gpu.run(make_inputs(gpu.graph(), {}, 9), &profile);
@@ -101,6 +99,14 @@ TEST_F(CudaAttention, HalfPrecisionsKeepTheHardCases) {
   }
 }
 
+// Blocks of 1, 2 and 4 warps (attention_mma_warps: 12 x 128 rows take one warp a block on an H200, 12 x
+// 390 two, 2 x 12 x 390 four), each with the hard cases and query rows no block divides.
+TEST_F(CudaAttention, EveryBlockSizeKeepsTheHardCases) {
+  check(exported(1, 128, 128, 12, 64, true), "bf16", true);
+  check(exported(1, 390, 390, 12, 64, true), "bf16", true);
+  check(exported(2, 390, 200, 12, 64, false), "fp16", true);
+}
+
 // Q, K and V made from x [B,S,E] (E = H*D) by one product split along its last axis (gpt2's form), or
 // by three projections that the compiler merges into one (bert's form); either way the attention
 // kernel reads them as columns of one tensor, so the run has one product and one attention step.
@@ -127,25 +133,6 @@ std::string projected(int64_t b, int64_t s, int64_t h, int64_t d, bool split_by_
          "  %y = Transpose(%o) {perm=[0, 2, 1, 3]}\n}\n";
 }
 
-// The graph with its weight inputs (names starting with w or b) made constants of random values
-// scaled by 1/sqrt(E), as a model's initializers.
-Graph with_constant_weights(Graph g, int64_t e) {
-  const std::map<std::string, Tensor> values = make_inputs(g, {}, 11);
-  std::vector<ValueId> inputs;
-  for (ValueId id : g.inputs) {
-    const std::string& name = g.value(id).name;
-    if (name[0] != 'w' && name[0] != 'b') {
-      inputs.push_back(id);
-      continue;
-    }
-    Tensor t = values.at(name).clone();
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] /= std::sqrt(float(e));
-    g.value(id).constant = std::make_shared<const Tensor>(std::move(t));
-  }
-  g.inputs = inputs;
-  return g;
-}
-
 TEST_F(CudaAttention, ProjectionsSplitOrMergedAreReadAsColumnsOfOneProduct) {
   for (bool split_by_exporter : {true, false})
     for (const char* precision : {"fp32", "bf16"}) {
@@ -161,14 +148,8 @@ TEST_F(CudaAttention, ProjectionsSplitOrMergedAreReadAsColumnsOfOneProduct) {
         std::map<std::string, Tensor> inputs = make_inputs(gpu.graph(), {}, seed);
         Tensor& m = inputs.at("m");
         for (int64_t j = 0; j < s; ++j) m.data<float>()[j] = j % 3 == 0 ? -INFINITY : 0.0f;  // every third key masked
-        const Tensor got = gpu.run(inputs).at("y"), want = cpu.run(inputs).at("y");
-        if (std::string(precision) == "fp32") {
-          const CloseResult r = all_close(got, want, 1e-4, 1e-5);
-          EXPECT_TRUE(r.ok) << split_by_exporter << " " << precision << " seed " << seed << ": " << r.reason;
-        } else {
-          const LowPrecisionResult r = low_precision_rule(got, want);
-          EXPECT_TRUE(r.pass) << split_by_exporter << " " << precision << " seed " << seed << ": " << r.detail;
-        }
+        expect_matches_cpu(gpu.run(inputs).at("y"), cpu.run(inputs).at("y"), precision,
+                           fmt::format("split {} {} seed {}", split_by_exporter, precision, seed));
       }
       RunProfile profile;
       gpu.run(make_inputs(gpu.graph(), {}, 9), &profile);
@@ -182,6 +163,21 @@ TEST_F(CudaAttention, ProjectionsSplitOrMergedAreReadAsColumnsOfOneProduct) {
       EXPECT_EQ(attention, 1) << labels;
       EXPECT_EQ(products, 1) << "one product for Q, K and V: " << labels;
     }
+}
+
+// The product scaled after the MatMul (`scores / sqrt(d)`), with an additive mask.
+TEST_F(CudaAttention, AScaleAfterTheProduct) {
+  for (const char* precision : {"fp32", "bf16"})
+    check(R"(graph g(%q: f32[1,2,37,32], %kt: f32[1,2,32,50], %v: f32[1,2,50,32], %m: f32[1,1,37,50]) -> (%y) {
+  const %c: f32[] = [5.656854]
+  %s = MatMul(%q, %kt)
+  %ss = Div(%s, %c)
+  %sm = Add(%ss, %m)
+  %p = Softmax(%sm) {axis=-1}
+  %y = MatMul(%p, %v)
+}
+)",
+          precision, false);
 }
 
 TEST_F(CudaAttention, PlainTensorsWithoutAMask) {

@@ -320,7 +320,7 @@ TEST(GemmTemplate, SymbolicMCompilesOnce) {
 
 TEST(GemmTemplate, SmallConstantMUsesExactTiles) {
   std::vector<GemmSpec> specs;
-  for (int64_t m : {1, 7}) {
+  for (int64_t m : {1, 5}) {  // below the first tile's mr in every tier (AVX2 6, AVX-512 8)
     GemmProblem p;
     p.m = m;
     p.n = 130;
@@ -333,7 +333,7 @@ TEST(GemmTemplate, SmallConstantMUsesExactTiles) {
   }
   std::vector<GemmKernel> kernels = compile(specs);
   check(kernels[0], 1, 650);
-  check(kernels[1], 7, 651, 2);
+  check(kernels[1], 5, 651, 2);
 }
 
 TEST(GemmTemplate, EmptyAndZeroK) {

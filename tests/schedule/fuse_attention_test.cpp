@@ -72,6 +72,34 @@ TEST(FuseAttention, PlainTensorsAndNoMaskAreAGroupToo) {
   EXPECT_DOUBLE_EQ(groups[0].scale, 1.0);
 }
 
+// Exporters of `scores / sqrt(d)` scale the product, not its operands: a Mul or a Div by a scalar
+// constant between the MatMul and the mask (or the Softmax) joins the group as its scale.
+TEST(FuseAttention, AScaleAfterTheProductIsTheGroupsScale) {
+  const std::string head = R"(graph g(%q: f32[1,2,7,8], %kt: f32[1,2,8,7], %v: f32[1,2,7,8], %m: f32[1,1,7,7]) -> (%y) {
+  const %c: f32[] = [8]
+  %s = MatMul(%q, %kt)
+)";
+  const std::string tail = "  %p = Softmax(%sm) {axis=-1}\n  %y = MatMul(%p, %v)\n}\n";
+  struct Form {
+    std::string scaled;
+    double scale;
+    size_t nodes;
+  };
+  for (const Form& f : {Form{"  %ss = Div(%s, %c)\n  %sm = Add(%ss, %m)\n", 0.125, 5},
+                        Form{"  %ss = Mul(%c, %s)\n  %sm = Add(%m, %ss)\n", 8.0, 5},
+                        Form{"  %sm = Div(%s, %c)\n", 0.125, 4}}) {
+    const std::vector<AttentionGroup> groups = groups_of(head + f.scaled + tail);
+    ASSERT_EQ(groups.size(), 1u) << f.scaled;
+    EXPECT_DOUBLE_EQ(groups[0].scale, f.scale) << f.scaled;
+    EXPECT_EQ(groups[0].nodes.size(), f.nodes) << f.scaled;
+  }
+  // c / scores is no scale; a zero divisor is left to the unfused chain.
+  EXPECT_TRUE(groups_of(head + "  %sm = Div(%c, %s)\n" + tail).empty());
+  std::string zero = head + "  %sm = Div(%s, %c)\n" + tail;
+  zero.replace(zero.find("[8]"), 3, "[0]");
+  EXPECT_TRUE(groups_of(zero).empty());
+}
+
 TEST(FuseAttention, WhatAnotherNodeReadsStaysOutside) {
   // The probabilities are a graph output: no group (they would never be written).
   EXPECT_TRUE(groups_of(R"(graph g(%q: f32[1,2,5,4], %kt: f32[1,2,4,5], %v: f32[1,2,5,4]) -> (%o, %p) {

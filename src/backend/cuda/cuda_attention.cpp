@@ -29,7 +29,8 @@ class AttentionKernel final : public Kernel {
       : runtime_(runtime),
         a_(a),
         what_(g.describe(g.nodes[size_t(a.nodes.back())])),
-        spec_{g.value(a.q).type.dtype, a.head_dim, a.mask != kNoValue, a.guard},
+        spec_{g.value(a.q).type.dtype, a.head_dim, a.mask != kNoValue, a.guard,
+              attention_mma_warps(static_rows(g, a), runtime.info().sm_count)},
         tensor_cores_(attention_uses_tensor_cores(spec_)),
         function_(compiled(spec_, modules)) {}
 
@@ -79,13 +80,13 @@ class AttentionKernel final : public Kernel {
     if (tensor_cores_) params.push_back(&vec);
     LaunchConfig config;
     if (batch * heads > int64_t{0x7fffffff}) user_error("{}: {} batch x heads", what_, batch * heads);
-    const int64_t rows = tensor_cores_ ? kAttentionMmaRowsPerBlock : kAttentionRowsPerBlock;
+    const int64_t rows = tensor_cores_ ? int64_t{kAttentionMmaRowsPerWarp} * spec_.mma_warps : kAttentionRowsPerBlock;
     const int64_t row_blocks = (sq + rows - 1) / rows;
     // The CUDA-core kernel loops over further rows; the tensor-core one takes one tile per block.
     if (tensor_cores_ && row_blocks > 65535) user_error("{}: {} query rows", what_, sq);
     config.grid.x = static_cast<unsigned>(batch * heads);
     config.grid.y = static_cast<unsigned>(std::min<int64_t>(row_blocks, 65535));
-    config.block.x = kAttentionThreads;
+    config.block.x = tensor_cores_ ? 32u * static_cast<unsigned>(spec_.mma_warps) : unsigned{kAttentionThreads};
     launch_kernel(runtime_.cuda_stream(), function_, config, params);
     return {out};
   }
@@ -96,6 +97,15 @@ class AttentionKernel final : public Kernel {
     std::array<long long, 4> strides{};
     CUdeviceptr offset = 0;  // elements from the tensor's start
   };
+  // batch x heads x Sq: the output's elements over D; 0 when a dim is symbolic.
+  static int64_t static_rows(const Graph& g, const schedule::AttentionGroup& a) {
+    int64_t n = 1;
+    for (const Dim& d : g.value(a.output).type.shape) {
+      if (!d.is_static()) return 0;
+      n *= d.value;
+    }
+    return a.head_dim > 0 ? n / a.head_dim : 0;
+  }
   // Named by its content (the text with a placeholder name), as the generated kernels are.
   static Function compiled(const AttentionSpec& spec, ModuleCache& modules) {
     auto source = attention_uses_tensor_cores(spec) ? attention_mma_source : attention_source;

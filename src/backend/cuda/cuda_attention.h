@@ -18,13 +18,19 @@ struct AttentionSpec {
   int64_t head_dim = 64;     // D, 1 to 128
   bool mask = false;         // an additive mask is read (input 3)
   bool guard = false;        // NaN rows give zeros
+  int mma_warps = 4;         // the tensor-core kernel: warps a block (1, 2 or 4), 16 query rows each
 };
 
 // Its launch: a block of kAttentionThreads per (batch, head) and kAttentionRowsPerBlock query rows
-// (kAttentionMmaRowsPerBlock for the tensor-core kernel).
+// (for the tensor-core kernel 32 * mma_warps threads and 16 * mma_warps rows).
 inline constexpr int kAttentionThreads = 128;
 inline constexpr int kAttentionRowsPerBlock = 8;
-inline constexpr int kAttentionMmaRowsPerBlock = 64;
+inline constexpr int kAttentionMmaRowsPerWarp = 16;
+
+// The tensor-core kernel's warps a block for `rows` query rows in all (batch x heads x Sq; 0 when not
+// static) on `sms` multiprocessors: 4 when even so every multiprocessor gets a block, fewer, smaller
+// blocks otherwise (bert at batch 1: 12 x 128 rows take 96 blocks of one warp, not 24 of four).
+int attention_mma_warps(int64_t rows, int sms);
 
 // The CUDA C++ of the CUDA-core kernel (cuda_attention_source.cpp), extern "C" `name` (the NVRTC-only
 // test compiles it).

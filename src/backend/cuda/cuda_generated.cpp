@@ -46,7 +46,7 @@ class GeneratedCudaKernel final : public Kernel {
     if (source_.row) {
       const int64_t rows = product(row_sizes_, by_name), cols = product(col_sizes_, by_name);
       counts = {rows, cols};
-      blocks = codegen::cuda::CudaRowLaunch{source_.threads_per_block}.blocks(rows, cols);
+      blocks = codegen::cuda::CudaRowLaunch{source_.threads_per_block, source_.rows_per_block}.blocks(rows, cols);
     } else {
       const int64_t n = out.numel();
       counts = {n};
@@ -110,6 +110,7 @@ GeneratedSource emit_generated_cuda(const GeneratedGroup& group) {
   s.code = std::move(src.code);
   s.row = true;
   s.threads_per_block = src.launch.threads_per_block;
+  s.rows_per_block = src.launch.rows_per_block;
   return s;
 }
 

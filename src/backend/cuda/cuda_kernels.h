@@ -28,6 +28,7 @@ struct GeneratedSource {
   bool row = false;
   int threads_per_block = 256;
   int elements_per_thread = 4;  // pointwise only
+  int rows_per_block = 1;       // row only: threads_per_block / 32 for a warp per row
 };
 GeneratedSource emit_generated_cuda(const GeneratedGroup& group);
 

@@ -3,14 +3,21 @@
 // any other epilogue (GELU in the erf form, Relu, Tanh, ...) runs after it as a generated pointwise
 // kernel from the group's one epilogue expression (schedule/gemm_tail.h), since cuBLASLt's GELU is the
 // tanh approximation and kiln keeps ONNX's numbers.
+//
+// cuBLASLt picks its fast kernels only for 16-byte aligned rows: an output of N = 30522 bf16 columns gets
+// a 2-byte aligned kernel that is several times slower. A constant weight is then padded with zero
+// columns to the next multiple of 16 bytes (setting cuda_pad_gemm_columns), the wide product written to
+// a scratch buffer and its first N columns copied out; the padded columns are never read.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstring>
 #include <map>
 #include <mutex>
 
 #include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/device_ops.h"
 #include "codegen/cuda/emit_pointwise_cuda.h"
 #include "ops/node_runner.h"
 #include "schedule/gemm_tail.h"
@@ -34,6 +41,20 @@ std::vector<float> per_column(const Tensor& c, int64_t n, const std::string& wha
   return v;
 }
 
+// w's output columns padded with zeros to `padded`: w is [K, N] (or [N, K] when transposed).
+Tensor pad_columns(const Tensor& w, bool transposed, int64_t padded) {
+  const size_t es = dtype_size(w.dtype());
+  const int64_t rows = w.dim(0), cols = w.dim(1);
+  Tensor out = Tensor::empty(w.dtype(), transposed ? std::vector<int64_t>{padded, cols} : std::vector<int64_t>{rows, padded});
+  auto* dst = static_cast<unsigned char*>(out.raw());
+  const auto* src = static_cast<const unsigned char*>(w.raw());
+  std::memset(dst, 0, out.nbytes());
+  if (transposed) std::memcpy(dst, src, w.nbytes());  // N rows of K, then zero rows
+  else
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + size_t(r * padded) * es, src + size_t(r * cols) * es, size_t(cols) * es);
+  return out;
+}
+
 class MatmulKernel final : public Kernel {
  public:
   // A library group (`group` set) or a bare MatMul node.
@@ -52,6 +73,7 @@ class MatmulKernel final : public Kernel {
       alpha_ = static_cast<float>(core.attr_float("alpha", 1.0));
     }
     const int64_t n = out.shape.back().value;
+    pad_weight(g, core, options, n);
     std::vector<float> bias;
     if (core_ == LibraryCore::gemm && core.has_input(2)) {
       const float beta = static_cast<float>(core.attr_float("beta", 1.0));
@@ -64,7 +86,10 @@ class MatmulKernel final : public Kernel {
       else for (size_t i = 0; i < b.size(); ++i) bias[i] += b[i];
     }
     // In the output's dtype, as cuBLASLt adds it (bf16 / f16: one rounding of the f32 sum).
-    if (!bias.empty()) bias_ = runtime.upload(convert_tensor(Tensor::from_vector<float>(DType::f32, {n}, bias), dtype_));
+    if (!bias.empty()) {
+      bias.resize(size_t(padded_n_ ? padded_n_ : n), 0.f);  // the padded columns' bias is never read
+      bias_ = runtime.upload(convert_tensor(Tensor::from_vector<float>(DType::f32, {int64_t(bias.size())}, bias), dtype_));
+    }
 
     const loops::ScalarExpr expr = schedule::epilogue_expr(g, *group);
     const bool residual_only = group->residual >= 0 && group->act == schedule::LibraryActivation::none &&
@@ -102,12 +127,29 @@ class MatmulKernel final : public Kernel {
     if (out.numel() == 0) return {out};
     // The product goes straight to the output, or to a scratch buffer the epilogue kernel reads.
     Tensor product = epilogue_ ? runtime_.empty(dtype_, out_dims) : out;
+    CUdeviceptr weight = device_ptr(b);
+    Tensor wide;  // the padded product: [rows, padded_n_]
+    if (padded_n_) {
+      if (p.n != n_ || p.batch != 1)
+        internal_error("{}: a padded weight of {} columns for a product of {}", what_, n_, p.n);
+      std::vector<int64_t> wide_dims = out_dims;
+      wide_dims.back() = p.n = padded_n_;
+      wide = runtime_.empty(dtype_, wide_dims);
+      weight = device_ptr(padded_b_);
+    }
+    Tensor& target = padded_n_ ? wide : product;
     p.residual = lt_residual_;
     if (p.residual && p.batch > 1) p.batch_stride_residual = p.m * p.n;
     p.epilogue = bias_.raw() ? GemmEpilogue::bias : GemmEpilogue::none;
     if (p.k == 0) user_error("{}: a product over K = 0 is not on the CUDA backend yet", what_);
-    plans_.run(p, device_ptr(a), device_ptr(b), bias_.raw() ? device_ptr(bias_) : 0,
-               lt_residual_ ? device_ptr(*residual) : 0, device_ptr(product));
+    plans_.run(p, device_ptr(a), weight, bias_.raw() ? device_ptr(bias_) : 0, lt_residual_ ? device_ptr(*residual) : 0,
+               device_ptr(target));
+    if (padded_n_) {  // the first n_ of each row's padded_n_ columns
+      const CUdeviceptr pieces[] = {device_ptr(product), 0};
+      const int64_t lens[] = {n_, padded_n_ - n_};
+      runtime_.device_ops().split(runtime_.cuda_stream(), device_ptr(wide), pieces, lens, p.m, 1,
+                                  static_cast<int>(dtype_size(dtype_)));
+    }
     if (epilogue_) {
       std::vector<CUdeviceptr> inputs{device_ptr(product)};
       if (residual) inputs.push_back(device_ptr(*residual));
@@ -163,6 +205,19 @@ class MatmulKernel final : public Kernel {
     return p;
   }
 
+  // A constant 2-D weight whose rows of n output columns are no multiple of 16 bytes gets a padded copy
+  // (not with a residual: cuBLASLt would read it as C with the padded stride).
+  void pad_weight(const Graph& g, const Node& core, const Options& options, int64_t n) {
+    const Value& w = g.value(core.inputs.at(1));
+    const int64_t per_16_bytes = 16 / static_cast<int64_t>(dtype_size(dtype_));
+    if (!options.cuda_pad_gemm_columns || !w.constant || w.constant->rank() != 2 || w.constant->dtype() != dtype_ ||
+        residual_input_ >= 0 || n % per_16_bytes == 0 || (core_ != LibraryCore::matmul && core_ != LibraryCore::gemm))
+      return;
+    n_ = n;
+    padded_n_ = (n / per_16_bytes + 1) * per_16_bytes;
+    padded_b_ = runtime_.upload(pad_columns(*w.constant, trans_b_, padded_n_));
+  }
+
   const CudaRuntime& runtime_;
   std::string what_;
   bool allow_tf32_ = false;
@@ -172,7 +227,9 @@ class MatmulKernel final : public Kernel {
   float alpha_ = 1.f;
   int residual_input_ = -1;
   bool lt_residual_ = false;  // cuBLASLt adds the residual (C, beta = 1)
-  Tensor bias_;               // on the device: one f32 per output column
+  Tensor bias_;               // on the device: one per output column (padded_n_ of them when padded)
+  int64_t n_ = 0, padded_n_ = 0;  // output columns, and the padded weight's (0: not padded)
+  Tensor padded_b_;               // on the device
   std::optional<EpilogueLaunch> epilogue_;  // what cuBLASLt does not fuse
   MatmulPlans plans_;
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "codegen/cuda/emit_row_cuda_body.h"
@@ -22,7 +23,9 @@ int64_t CudaRowLaunch::blocks(int64_t rows, int64_t cols) const {
   KILN_INTERNAL_CHECK(rows >= 0 && cols >= 0, "CUDA row launch: {} rows of {} columns", rows, cols);
   KILN_INTERNAL_CHECK(threads_per_block >= 32 && threads_per_block <= 1024 && threads_per_block % 32 == 0,
                       "CUDA row launch: {} threads per block", threads_per_block);
-  return std::min(rows, kMaxBlocks);
+  KILN_INTERNAL_CHECK(rows_per_block == 1 || rows_per_block == threads_per_block / 32,
+                      "CUDA row launch: {} rows per block of {} threads", rows_per_block, threads_per_block);
+  return std::min(rows / rows_per_block + (rows % rows_per_block != 0), kMaxBlocks);
 }
 
 std::string_view cuda_row_preamble() {
@@ -44,6 +47,11 @@ template <class Op, class T> KILN_DEV T kiln_block_reduce(T v, T* partial) {
   T r = partial[0];
   for (unsigned w = 1; w < warps; ++w) r = Op::apply(r, partial[w]);
   return r;
+}
+// v combined over the warp, returned to every lane (a butterfly). Every lane of the warp must call it.
+template <class Op, class T> KILN_DEV T kiln_warp_reduce(T v) {
+  for (int d = 16; d > 0; d /= 2) v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, d));
+  return v;
 }
 #endif  // KILN_CUDA_ROW_PREAMBLE
 )";
@@ -87,6 +95,21 @@ struct Emission {
   loops::CppPrintOptions print;
   loops::ExprMap<Expr> subs;  // domain variables -> expressions over o and c
   Expr col_var, flat;
+  bool warp = false;                 // one warp per row, else one block
+  std::optional<int64_t> const_cols;  // the row's width when it is a constant (warp: unrolled slots)
+
+  // The column loop's head (indent 6; the body at 8 closes it with "      }"): this thread's columns.
+  std::string column_loop() const {
+    if (!warp) return "      for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n";
+    if (!const_cols) return "      for (long long c = kiln_lane; c < cols; c += 32) {\n";
+    const int64_t slots = (*const_cols + 31) / 32;
+    std::string s = fmt::format("      #pragma unroll\n      for (int kiln_slot = 0; kiln_slot < {}; ++kiln_slot) {{\n"
+                                "        const long long c = kiln_lane + 32LL * kiln_slot;\n", slots);
+    if (*const_cols % 32 != 0) s += fmt::format("        if (c >= {}) break;\n", *const_cols);
+    return s;
+  }
+  // The thread that writes a row's one value.
+  const char* writer() const { return warp ? "kiln_lane == 0" : "threadIdx.x == 0"; }
 
   CudaRowBody body(const std::string& row_indent, const std::string& elem_indent) const {
     return CudaRowBody(print, subs, col_var, flat, "(o * cols + c)", row_indent, elem_indent);
@@ -102,8 +125,10 @@ struct Emission {
                                 loops::row_reduce_name(red.kind), cuda_type(t), r);
     s += e.row_lines();
     s += fmt::format("      {} acc = {};\n", cuda_type(t), identity(red.kind, t));
-    s += "      for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n" + e.elem_lines();
+    s += column_loop() + e.elem_lines();
     s += fmt::format("        acc = {}::apply(acc, {});\n      }}\n", combine_op(red.kind), v);
+    if (warp)
+      return s + fmt::format("      r{} = kiln_warp_reduce<{}>(acc);\n    }}\n", r, combine_op(red.kind));
     s += fmt::format("      r{} = kiln_block_reduce<{}>(acc, kiln_partial_{});\n    }}\n", r, combine_op(red.kind),
                      dtype_name(t));
     return s;
@@ -113,7 +138,7 @@ struct Emission {
     CudaRowBody e = body("      ", "        ");
     const std::string v = e.value(k.output_body);
     std::string s = "    // the output's columns of row o\n    {\n" + e.row_lines();
-    s += "      for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n" + e.elem_lines();
+    s += column_loop() + e.elem_lines();
     return s + fmt::format("        out[o * cols + c] = {};\n      }}\n    }}\n", cuda_store(k.output.dtype, v));
   }
 
@@ -121,7 +146,7 @@ struct Emission {
     if (k.gather_column) return gather_output();
     CudaRowBody e = body("      ", "      ");
     const std::string v = e.value(k.output_body);
-    std::string s = "    // row o's value, by thread 0\n    if (threadIdx.x == 0) {\n" + e.row_lines();
+    std::string s = fmt::format("    // row o's value, by one thread\n    if ({}) {{\n", writer()) + e.row_lines();
     return s + fmt::format("      out[o] = {};\n    }}\n", cuda_store(k.output.dtype, v));
   }
 
@@ -137,7 +162,7 @@ struct Emission {
     const std::string tv = te.value(*k.gather_column);
     CudaRowBody e = body("      ", "        ");
     const std::string v = e.value(k.output_body);
-    std::string s = "    // row o's value at its gathered column, by thread 0\n    if (threadIdx.x == 0) {\n";
+    std::string s = fmt::format("    // row o's value at its gathered column, by one thread\n    if ({}) {{\n", writer());
     s += "      long long t = 0;\n      {\n" + te.row_lines() + te.elem_lines();
     s += fmt::format("        t = (long long){};\n      }}\n", tv);
     s += e.row_lines();
@@ -157,9 +182,15 @@ CudaRowSource emit_row_cuda(const RowKernel& k, const CudaRowEmitOptions& option
                       "CUDA row emitter: bad options ({} threads per block)", threads);
   KILN_INTERNAL_CHECK(k.name.rfind("kiln_", 0) != 0, "kernel name '{}' would clash with the helpers", k.name);
 
+  const Expr cols_extent = product(loops::col_sizes(k));
+  const std::optional<int64_t> const_cols =
+      cols_extent.is_const() ? std::optional<int64_t>(cols_extent.value()) : std::nullopt;
+  const bool warp = options.mapping == CudaRowMapping::warp ||
+                    (options.mapping == CudaRowMapping::automatic && const_cols && *const_cols <= kWarpRowMaxCols);
+
   CudaRowSource result;
   result.name = k.name;
-  result.launch = {threads};
+  result.launch = {threads, warp ? threads / 32 : 1};
   const std::vector<Expr> syms = loops::kernel_symbols(k);
   std::map<std::string, size_t> sym_slot;
   for (const Expr& s : syms) {
@@ -168,13 +199,13 @@ CudaRowSource emit_row_cuda(const RowKernel& k, const CudaRowEmitOptions& option
   }
   // Symbols print as s<slot> (their names need not be C identifiers), variables by their names (o, c:
   // validate keeps symbols off those).
-  Emission em{k, {}, {}, {}, {}};
+  Emission em{k, {}, {}, {}, {}, warp, const_cols};
   em.print.leaf_name = [&sym_slot](const Expr& e) {
     return e.is_sym() ? fmt::format("s{}", sym_slot.at(e.name())) : e.name();
   };
 
   const std::vector<Expr> rows = loops::row_sizes(k), cols = loops::col_sizes(k);
-  const Expr rows_extent = product(rows), cols_extent = product(cols);
+  const Expr rows_extent = product(rows);
   const bool elements = k.output_kind == loops::RowOutput::elements;
 
   std::string code = fmt::format("// Row kernel '{}', generated by kiln: rows of {} x {} columns; ", k.name,
@@ -182,7 +213,8 @@ CudaRowSource emit_row_cuda(const RowKernel& k, const CudaRowEmitOptions& option
   for (size_t r = 0; r < k.reductions.size(); ++r)
     code += fmt::format("r{} = {} ({}), ", r, loops::row_reduce_name(k.reductions[r].kind),
                         dtype_name(k.reductions[r].body.dtype()));
-  code += elements ? "an output per element\n" : "an output per row\n";
+  code += elements ? "an output per element" : "an output per row";
+  code += warp ? "; a warp per row\n" : "; a block per row\n";
   std::string params;
   for (size_t i = 0; i < k.inputs.size(); ++i) {
     code += fmt::format("// in{}: {}\n", i, describe(k.inputs[i]));
@@ -220,11 +252,18 @@ CudaRowSource emit_row_cuda(const RowKernel& k, const CudaRowEmitOptions& option
   // One array of per-warp partials per accumulator dtype (a block has at most 32 warps).
   std::set<DType> accumulators;
   for (const loops::RowReduction& r : k.reductions) accumulators.insert(r.body.dtype());
-  for (DType t : accumulators)
-    code += fmt::format("  __shared__ {} kiln_partial_{}[32];\n", cuda_type(t), dtype_name(t));
+  if (!warp)
+    for (DType t : accumulators)
+      code += fmt::format("  __shared__ {} kiln_partial_{}[32];\n", cuda_type(t), dtype_name(t));
   if (elements) code += "  if (cols <= 0) return;  // no elements\n";
-  // The loop's bounds are the same in every thread of a block, so each block reduction is reached by all.
-  code += "  for (long long o = blockIdx.x; o < rows; o += gridDim.x) {\n";
+  if (warp) {
+    // The loop's bounds are the same in every lane of a warp, so each warp reduction is reached by all.
+    code += "  const int kiln_lane = threadIdx.x % 32;\n  const long long kiln_warps = blockDim.x / 32;\n";
+    code += "  for (long long o = blockIdx.x * kiln_warps + threadIdx.x / 32; o < rows; o += gridDim.x * kiln_warps) {\n";
+  } else {
+    // The loop's bounds are the same in every thread of a block, so each block reduction is reached by all.
+    code += "  for (long long o = blockIdx.x; o < rows; o += gridDim.x) {\n";
+  }
   for (size_t r = 0; r < k.reductions.size(); ++r) code += em.reduction(r);
   code += elements ? em.elements_output() : em.rows_output();
   code += "  }\n}\n";

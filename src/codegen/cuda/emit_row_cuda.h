@@ -13,15 +13,22 @@
 // The block must have exactly CudaRowLaunch::threads_per_block threads (T, the __launch_bounds__), the
 // grid CudaRowLaunch::blocks(rows, cols) blocks (any grid of at least one block gives the same result).
 //
-// Strategy: one block per row, in a grid-stride loop over rows (row o = blockIdx.x, then += gridDim.x;
-// 64-bit), so that a wide row is reduced by all of the block's threads. Per row, each reduction is one
-// pass: every thread folds the columns c = threadIdx.x, c += blockDim.x into one accumulator of the
-// reduction's dtype, then the block combines those (a butterfly of __shfl_xor_sync inside each warp,
-// then the warps' values from shared memory, in warp order, by every thread), so every thread holds the
-// same row result. The output pass then writes the row's columns (elements output) or thread 0 writes
-// the row's value (rows output; with a gather column, thread 0 evaluates the body at that one column).
-// Inputs are re-read from global memory in each pass. Results depend on T (the order of additions),
-// never on the grid.
+// Strategy, by CudaRowMapping:
+// - block: one block per row, in a grid-stride loop over rows (row o = blockIdx.x, then += gridDim.x;
+//   64-bit), so that a wide row is reduced by all of the block's threads. Per row, each reduction is one
+//   pass: every thread folds the columns c = threadIdx.x, c += blockDim.x into one accumulator of the
+//   reduction's dtype, then the block combines those (a butterfly of __shfl_xor_sync inside each warp,
+//   then the warps' values from shared memory, in warp order, by every thread), so every thread holds
+//   the same row result.
+// - warp: one warp per row (row o = blockIdx.x * T/32 + warp, then += gridDim.x * T/32): the same passes
+//   with the 32 lanes folding c = lane, c += 32 and a butterfly only, no shared memory and no barrier.
+//   For a narrow row a block's reduction is mostly waiting; a warp's costs five shuffles. With a
+//   constant width the column loop is fully unrolled (ceil(width / 32) slots per lane), so a lane's
+//   loads are all in flight at once.
+// The output pass then writes the row's columns (elements output) or thread (lane) 0 writes the row's
+// value (rows output; with a gather column, it evaluates the body at that one column). Inputs are
+// re-read in each pass (from L1 / L2 after the first). Results depend on T and the mapping (the order
+// of additions), never on the grid.
 //
 // Semantics are the CPU emitter's: sums accumulate in the reduction's dtype; max and min propagate NaN
 // (kiln_max_nan / kiln_min_nan, never fmaxf / fminf); an empty row reduces to the identity (sum 0,
@@ -38,17 +45,31 @@
 
 namespace kiln::codegen::cuda {
 
+// Which threads reduce a row (see the strategy above).
+enum class CudaRowMapping {
+  automatic,  // warp for rows of a constant width of at most kWarpRowMaxCols columns, else block
+  block,
+  warp,  // at any width (a symbolic one loops 32 columns at a time)
+};
+// The widest constant row that `automatic` gives one warp: 32 slots a lane. Wider rows have enough
+// columns to keep a block's warps busy.
+inline constexpr int64_t kWarpRowMaxCols = 1024;
+
 struct CudaRowEmitOptions {
   int threads_per_block = 256;  // a multiple of 32, at most 1024; also the kernel's __launch_bounds__
+  CudaRowMapping mapping = CudaRowMapping::automatic;
 };
 
 struct CudaRowLaunch {
   int threads_per_block = 256;
+  int rows_per_block = 1;  // threads_per_block / 32 for one warp per row
   static constexpr int64_t kMaxBlocks = 2147483647;  // the grid's x limit; the kernel loops over further rows
 
-  // One block per row, at most kMaxBlocks; 0 when rows == 0 (launch nothing). cols does not change the
-  // grid (it is checked to be >= 0); negative sizes are an InternalError.
+  // ceil(rows / rows_per_block) blocks, at most kMaxBlocks; 0 when rows == 0 (launch nothing). cols does
+  // not change the grid (it is checked to be >= 0); negative sizes are an InternalError.
   int64_t blocks(int64_t rows, int64_t cols) const;
+  // The threads that reduce one row: their count fixes the order of a row's additions.
+  int threads_per_row() const { return rows_per_block == 1 ? threads_per_block : 32; }
 };
 
 struct CudaRowSource {

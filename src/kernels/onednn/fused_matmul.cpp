@@ -20,6 +20,7 @@ struct MatmulEntry {
   dnnl::memory::desc a_md, b_md, c_md, scratch_md;
   PostOpPlan plan;
   std::shared_ptr<const dnnl::memory> weights;  // constant weights in b_md's layout
+  bool single_threaded = false;                 // splits_reduction_across_threads
 };
 
 }  // namespace
@@ -70,6 +71,7 @@ struct FusedMatmul::Impl {
       dnnl::matmul::primitive_desc pd(desc, e->plan.attr, cpu_engine());
       e->b_md = pd.weights_desc();
       e->scratch_md = pd.scratchpad_desc();
+      e->single_threaded = splits_reduction_across_threads(pd);
       e->prim = dnnl::matmul(pd);
       if (weights) e->weights = weights->get(e->b_md);
       e->implemented = true;
@@ -124,9 +126,7 @@ bool FusedMatmul::run(const Call& c) const {
   }
   if (e->plan.residual_arg)
     args.emplace(e->plan.residual_arg, dnnl::memory(e->c_md, eng, const_cast<float*>(c.residual)));
-  dnnl::stream& s = thread_stream();
-  e->prim.execute(s, args);
-  s.wait();
+  execute_primitive(e->prim, e->single_threaded, args);
   return true;
 }
 

@@ -15,6 +15,7 @@ struct MatmulEntry {
   bool implemented = false;
   dnnl::matmul prim;
   dnnl::memory::desc a_md, b_md, c_md, scratch_md;
+  bool single_threaded = false;  // splits_reduction_across_threads
 };
 
 PrimitiveCache<MatmulEntry>& matmul_cache() {
@@ -32,6 +33,7 @@ std::shared_ptr<const MatmulEntry> make_matmul(const MatmulDesc& d) {
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(e->a_md, e->b_md, e->c_md), user_scratchpad_attr(),
                                     cpu_engine());
     e->scratch_md = pd.scratchpad_desc();
+    e->single_threaded = splits_reduction_across_threads(pd);
     e->prim = dnnl::matmul(pd);
     e->implemented = true;
   } catch (const dnnl::error& err) {
@@ -58,10 +60,9 @@ bool matmul_f32(const MatmulDesc& d, const float* a, const float* b, float* c) {
   dnnl::memory am(e->a_md, eng, const_cast<float*>(a));
   dnnl::memory bm(e->b_md, eng, const_cast<float*>(b));
   dnnl::memory cm(e->c_md, eng, c);
-  dnnl::stream& s = thread_stream();
-  e->prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm},
-                      {DNNL_ARG_SCRATCHPAD, thread_scratchpad(e->scratch_md)}});
-  s.wait();
+  execute_primitive(e->prim, e->single_threaded,
+                    {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm},
+                     {DNNL_ARG_SCRATCHPAD, thread_scratchpad(e->scratch_md)}});
   return true;
 }
 

@@ -1,6 +1,9 @@
 #include "kernels/onednn/runtime.h"
 
+#include <omp.h>
+
 #include <cstdlib>
+#include <string>
 
 #include "support/error.h"
 
@@ -78,6 +81,25 @@ dnnl::memory::format_tag plain_tag(int rank) {
     case 6: return tag::abcdef;
     default: internal_error("oneDNN: no plain format tag for rank {}", rank);
   }
+}
+
+bool splits_reduction_across_threads(const dnnl::primitive_desc_base& pd) {
+  const std::string impl = pd.impl_info_str();
+  return impl.rfind("gemm", 0) == 0;
+}
+
+void execute_primitive(const dnnl::primitive& prim, bool single_threaded, const std::unordered_map<int, dnnl::memory>& args) {
+  dnnl::stream& s = thread_stream();
+  const int saved = omp_get_max_threads();
+  if (single_threaded) omp_set_num_threads(1);  // this thread's setting only; oneDNN reads it per execute
+  try {
+    prim.execute(s, args);
+    s.wait();
+  } catch (...) {
+    omp_set_num_threads(saved);
+    throw;
+  }
+  omp_set_num_threads(saved);
 }
 
 }  // namespace kiln::onednn::detail

@@ -63,4 +63,11 @@ dnnl::memory::dims row_major_strides(const std::vector<int64_t>& dims);
 // Plain row-major format tag for a rank (abc..., i.e. nchw-style); used for user-side memory.
 dnnl::memory::format_tag plain_tag(int rank);
 
+// oneDNN 2.6's gemm-based matmul ("gemm:jit", what CPUs without AVX-512 get) splits K across threads
+// for some shapes, so its bits would follow the thread count (measured on AVX2: the demo's logits
+// differ between 1, 2 and 3 threads); its brgemm kernels do not. Such a primitive runs single-threaded:
+// kiln's results never depend on the thread count, and the autotuner times it as it runs.
+bool splits_reduction_across_threads(const dnnl::primitive_desc_base& pd);
+void execute_primitive(const dnnl::primitive& prim, bool single_threaded, const std::unordered_map<int, dnnl::memory>& args);
+
 }  // namespace kiln::onednn::detail

@@ -14,7 +14,15 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 inline float max_nan(float acc, float x) { return (x > acc || x != x) ? x : acc; }
 inline float min_nan(float acc, float x) { return (x < acc || x != x) ? x : acc; }
 
+// Rows longer than this are summed as two halves (pairwise), so the rounding error grows with log(n),
+// not n: a running sum over 50265 softmax terms or a million-element ReduceSum is off by ~1e-5 otherwise.
+constexpr int64_t kPairwiseBlock = 1024;
+
 float row_sum(const float* x, int64_t n) {
+  if (n > kPairwiseBlock) {
+    const int64_t half = n / 2 / 8 * 8;
+    return row_sum(x, half) + row_sum(x + half, n - half);
+  }
   // Eight partial sums: better rounding than one running sum, and the compiler can vectorise them.
   float part[8] = {};
   int64_t i = 0;
@@ -39,12 +47,25 @@ float row_min(const float* x, int64_t n) {
 }
 
 float row_exp_sum(const float* x, float* y, int64_t n, float shift) {
+  if (n > kPairwiseBlock) {
+    const int64_t half = n / 2 / 8 * 8;
+    return row_exp_sum(x, y, half, shift) + row_exp_sum(x + half, y ? y + half : nullptr, n - half, shift);
+  }
+  float part[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) {
+      const float e = std::exp(x[i + j] - shift);
+      if (y) y[i + j] = e;
+      part[j] += e;
+    }
   float s = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    float e = std::exp(x[i] - shift);
+  for (; i < n; ++i) {
+    const float e = std::exp(x[i] - shift);
     if (y) y[i] = e;
     s += e;
   }
+  for (int j = 0; j < 8; ++j) s += part[j];
   return s;
 }
 

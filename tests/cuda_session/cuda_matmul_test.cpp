@@ -1,0 +1,74 @@
+// Products with constant weights on the CUDA backend (the GPU machine; skipped elsewhere with
+// "SKIPPED: ..."): output widths whose rows are no multiple of 16 bytes (N = 37, and N = 1) run on a
+// zero-padded copy of the weight (setting cuda_pad_gemm_columns), with a bias, with the erf GELU after
+// it, as a Gemm with transB, and with a residual (which is never padded); each against the CPU with the
+// setting on and off, in fp32 and bf16, on launched, captured and replayed runs.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "backend/cuda/device_probe.h"
+#include "gpu_checks.h"
+#include "ir/parser.h"
+#include "kiln/session.h"
+
+namespace kiln {
+namespace {
+
+using gpu_checks::expect_matches_cpu;
+using gpu_checks::with_constant_weights;
+
+class CudaMatmul : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const backend::cuda::DeviceProbe probe = backend::cuda::probe_devices();
+    if (!probe.usable) GTEST_SKIP() << "SKIPPED: no usable GPU: " << probe.reason;
+  }
+};
+
+// x [2, 5, 64] times weights of n columns: y = xW + b, g = GELU(xW2 + b2), t = Gemm(x2, W3^T), r = xW4 + x.
+std::string products(int64_t n) {
+  return fmt::format(R"(graph g(%x: f32[2,5,64], %x2: f32[10,64], %w: f32[64,{0}], %b: f32[{0}], %w2: f32[64,{0}], %b2: f32[{0}], %w3: f32[{0},64], %w4: f32[64,64]) -> (%y, %g, %t, %r) {{
+  const %half: f32[] = [0.5]
+  const %one: f32[] = [1]
+  const %rsqrt2: f32[] = [0.70710678]
+  %p = MatMul(%x, %w)
+  %y = Add(%p, %b)
+  %p2 = MatMul(%x, %w2)
+  %q = Add(%p2, %b2)
+  %qs = Mul(%q, %rsqrt2)
+  %e = Erf(%qs)
+  %e1 = Add(%e, %one)
+  %qh = Mul(%q, %half)
+  %g = Mul(%qh, %e1)
+  %t = Gemm(%x2, %w3) {{transB=1}}
+  %p4 = MatMul(%x, %w4)
+  %r = Add(%p4, %x)
+}}
+)",
+                     n);
+}
+
+TEST_F(CudaMatmul, UnalignedOutputRowsMatchTheCpuPaddedOrNot) {
+  for (int64_t n : {37, 1, 40})
+    for (const char* precision : {"fp32", "bf16"})
+      for (bool pad : {true, false}) {
+        const Graph g = with_constant_weights(parse_graph(products(n)), 64);
+        Options options;
+        options.device = "cuda";
+        options.precision = precision;
+        options.cuda_pad_gemm_columns = pad;
+        Session gpu = Session::from_graph(g, Mode::compiled, options, {});
+        Session cpu = Session::from_graph(g, Mode::compiled, Options{}, {});
+        for (uint64_t seed = 1; seed <= 3; ++seed) {  // launched, captured, replayed
+          const std::map<std::string, Tensor> inputs = make_inputs(gpu.graph(), {}, seed);
+          const std::map<std::string, Tensor> got = gpu.run(inputs), want = cpu.run(inputs);
+          for (const char* out : {"y", "g", "t", "r"})
+            expect_matches_cpu(got.at(out), want.at(out), precision,
+                               fmt::format("n {} {} pad {} seed {} output {}", n, precision, pad, seed, out));
+        }
+      }
+}
+
+}  // namespace
+}  // namespace kiln
