@@ -46,6 +46,9 @@ struct Fusions {
   // MatMuls that share their activation and have constant weights become one wide MatMul and a Split
   // (passes/merge_sibling_matmuls.cpp): one launch instead of several where launches dominate.
   bool sibling_matmuls = false;
+  // Flattened Gemms between two Reshapes become MatMuls over the unflattened activation
+  // (passes/gemm_as_matmul.cpp), so that a residual Add or an activation after them joins the product.
+  bool gemm_as_matmul = false;
 };
 
 // What a compile's tuning did, for RunStats and the terminal.

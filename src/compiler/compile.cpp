@@ -85,6 +85,7 @@ Executable compile(Graph graph, const backend::Backend& backend, const Options& 
     passes.run("narrow_floats", [&] { narrow_floats(g, options, narrow_to); });
   }
   if (mode == Mode::compiled) passes.run("decompose", [&] { decompose_graph(g, options); });
+  if (fuse.gemm_as_matmul) passes.run("gemm_as_matmul", [&] { gemm_as_matmul(g); });
   if (fuse.sibling_matmuls) passes.run("merge_sibling_matmuls", [&] { merge_sibling_matmuls(g); });
   if (!fuse.half_floats) s.unfusable = half_nodes(g);
   check_input_sizes(g, options);

@@ -37,6 +37,11 @@ void narrow_floats(Graph& g, const Options& options, DType to);
 // makes the values they made (merge_sibling_matmuls.cpp). Returns the number of merged sets.
 int merge_sibling_matmuls(Graph& g);
 
+// Reshape(X [b.., K] -> [M, K]) -> Gemm (alpha and beta 1, no transA, constant B and C) -> Reshape(->
+// [b.., N]) becomes MatMul(X, B or B^T) and the Add of C as [N], so that what follows the product fuses
+// with it (gemm_as_matmul.cpp). Returns the number of Gemms rewritten.
+int gemm_as_matmul(Graph& g);
+
 // For the fp64 reference path: every floating-point value, constant and Cast target becomes f64.
 void widen_to_f64(Graph& g, const Options& options);
 

@@ -88,7 +88,8 @@ Fusions cuda_fusions(const Options& options) {
                  .pointwise_singletons = true,
                  .half_floats = true,
                  .attention = options.cuda_attention,
-                 .sibling_matmuls = options.cuda_merge_matmuls};
+                 .sibling_matmuls = options.cuda_merge_matmuls,
+                 .gemm_as_matmul = options.cuda_gemm_as_matmul};
 }
 
 schedule::RoutingThresholds cuda_routing_thresholds() {
