@@ -37,7 +37,6 @@ ValueId int_scalar_like(OnnxGraphReader& b, const std::string& base, int64_t v, 
 namespace {
 
 using namespace rewrites;
-using Rewrite = void (*)(OnnxGraphReader& b, NodeForm& n);
 
 // Upsample-9 is Resize with asymmetric coordinates, nearest rounding down: out[i] = in[floor(i / scale)].
 void upsample(OnnxGraphReader& b, NodeForm& n) {
@@ -142,11 +141,6 @@ void reduce_log_sum_exp(OnnxGraphReader& b, NodeForm& n) {
   add(b, n, OpKind::Add, {lse, m_out}, "add", {}, n.outputs[0]);
 }
 
-struct RewriteRow {
-  std::string_view op;
-  Rewrite rewrite;
-};
-
 constexpr RewriteRow kRewrites[] = {
     {"Dropout", dropout},
     {"NegativeLogLikelihoodLoss", negative_log_likelihood_loss},
@@ -162,6 +156,8 @@ constexpr RewriteRow kRewrites[] = {
 
 const RewriteRow* find_rewrite(std::string_view op) {
   for (const RewriteRow& r : kRewrites)
+    if (r.op == op) return &r;
+  for (const RewriteRow& r : math_rewrites())
     if (r.op == op) return &r;
   return nullptr;
 }

@@ -1,7 +1,10 @@
 // Internal to the importer: the rewrites of ONNX operators that kiln reads as others (the table is in
-// import_rewrites.cpp; the normalisation and loss operators in import_rewrites_nn.cpp).
+// import_rewrites.cpp; the normalisation and loss operators in import_rewrites_nn.cpp, activations
+// and elementwise functions in import_rewrites_math.cpp).
 #pragma once
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "onnx/graph_reader.h"
 
@@ -14,6 +17,13 @@ ValueId add(OnnxGraphReader& b, const NodeForm& n, OpKind op, std::vector<ValueI
 void need_io(const NodeForm& n);
 // A scalar i64 constant of `like`'s integer type (through CastLike where that is not known).
 ValueId int_scalar_like(OnnxGraphReader& b, const std::string& base, int64_t v, ValueId like);
+
+struct RewriteRow {
+  std::string_view op;
+  void (*rewrite)(OnnxGraphReader& b, NodeForm& n);
+};
+// The activations and elementwise functions (import_rewrites_math.cpp), sorted by name.
+std::span<const RewriteRow> math_rewrites();
 
 void rms_normalization(OnnxGraphReader& b, NodeForm& n);
 void negative_log_likelihood_loss(OnnxGraphReader& b, NodeForm& n);
