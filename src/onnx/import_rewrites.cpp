@@ -143,6 +143,7 @@ void reduce_log_sum_exp(OnnxGraphReader& b, NodeForm& n) {
 
 constexpr RewriteRow kRewrites[] = {
     {"Dropout", dropout},
+    {"InstanceNormalization", instance_normalization},
     {"NegativeLogLikelihoodLoss", negative_log_likelihood_loss},
     {"RMSNormalization", rms_normalization},
     {"ReduceL1", reduce_l1},
@@ -158,6 +159,8 @@ const RewriteRow* find_rewrite(std::string_view op) {
   for (const RewriteRow& r : kRewrites)
     if (r.op == op) return &r;
   for (const RewriteRow& r : math_rewrites())
+    if (r.op == op) return &r;
+  for (const RewriteRow& r : shape_rewrites())
     if (r.op == op) return &r;
   return nullptr;
 }

@@ -1,6 +1,7 @@
 // Internal to the importer: the rewrites of ONNX operators that kiln reads as others (the table is in
 // import_rewrites.cpp; the normalisation and loss operators in import_rewrites_nn.cpp, activations
-// and elementwise functions in import_rewrites_math.cpp).
+// and elementwise functions in import_rewrites_math.cpp, DepthToSpace / SpaceToDepth in
+// import_rewrites_shape.cpp).
 #pragma once
 #include <span>
 #include <string>
@@ -24,9 +25,12 @@ struct RewriteRow {
 };
 // The activations and elementwise functions (import_rewrites_math.cpp), sorted by name.
 std::span<const RewriteRow> math_rewrites();
+// DepthToSpace and SpaceToDepth (import_rewrites_shape.cpp).
+std::span<const RewriteRow> shape_rewrites();
 
 void rms_normalization(OnnxGraphReader& b, NodeForm& n);
 void negative_log_likelihood_loss(OnnxGraphReader& b, NodeForm& n);
 void softmax_cross_entropy_loss(OnnxGraphReader& b, NodeForm& n);
+void instance_normalization(OnnxGraphReader& b, NodeForm& n);
 
 }  // namespace kiln::rewrites

@@ -1,5 +1,5 @@
-// RMSNormalization, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss read as kiln ops: the
-// normalisation as its ONNX function body (Mul, ReduceMean, Add, Sqrt, Div, Mul), the losses as a
+// RMSNormalization, InstanceNormalization, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss read
+// as kiln ops: the normalisations as their ONNX function bodies (ReduceMean, Sqrt, Div, ...), the losses as a
 // GatherElements of the log-probabilities (after LogSoftmax for the cross entropy) with their weights
 // and reduction.
 #include <fmt/format.h>
@@ -118,6 +118,31 @@ void rms_normalization(OnnxGraphReader& b, NodeForm& n) {
   ValueId normed = add(b, n, OpKind::Div, {xs, rms}, "normalized");
   if (widen) normed = add(b, n, OpKind::CastLike, {normed, x}, "normalized_cast");
   add(b, n, OpKind::Mul, {normed, n.inputs[1]}, "out", {}, n.outputs[0]);
+}
+
+// Y = scale (X - mean) / sqrt(var + epsilon) + B per (n, c), over the spatial axes; scale and B are
+// per channel. The rank must be declared (scale and B are reshaped to [C, 1, ...]).
+void instance_normalization(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  if (!n.has_input(1) || !n.has_input(2)) user_error("{}: inputs scale and B are required", n.desc());
+  ValueId x = n.inputs[0];
+  std::optional<int> rank = b.known_rank(x);
+  if (!rank) unsupported("{}: the input's rank must be declared", n.desc());
+  if (*rank < 3) user_error("{}: the input must have rank 3 or more, has {}", n.desc(), *rank);
+  std::vector<int64_t> spatial, per_channel{-1};
+  for (int64_t a = 2; a < *rank; ++a) spatial.push_back(a), per_channel.push_back(1);
+  ValueId axes = b.constant_i64(n.name + "_axes", spatial);
+  AttrMap keep;
+  keep["keepdims"] = Attribute{int64_t{1}};
+  ValueId mean = add(b, n, OpKind::ReduceMean, {x, axes}, "mean", keep);
+  ValueId centred = add(b, n, OpKind::Sub, {x, mean}, "centred");
+  ValueId var = add(b, n, OpKind::ReduceMean, {add(b, n, OpKind::Mul, {centred, centred}, "square"), axes}, "var", keep);
+  ValueId eps = b.scalar_like(n.name + "_epsilon", float_attr(n, "epsilon", 1e-5), x);
+  ValueId normed = add(b, n, OpKind::Div, {centred, add(b, n, OpKind::Sqrt, {add(b, n, OpKind::Add, {var, eps}, "var_eps")}, "std")}, "normalized");
+  ValueId shape = b.constant_i64(n.name + "_channel_shape", per_channel);
+  ValueId scale = add(b, n, OpKind::Reshape, {n.inputs[1], shape}, "scale");
+  ValueId bias = add(b, n, OpKind::Reshape, {n.inputs[2], shape}, "bias");
+  add(b, n, OpKind::Add, {add(b, n, OpKind::Mul, {normed, scale}, "scaled"), bias}, "out", {}, n.outputs[0]);
 }
 
 void negative_log_likelihood_loss(OnnxGraphReader& b, NodeForm& n) {
