@@ -328,7 +328,9 @@ def version_and_graph_cases():
     emit("version_ir0.onnx", E, "ir_version 0 (missing)", relu_model(ir=0))
     emit("version_ir99.onnx", E, "ir_version 99", relu_model(ir=99))
     emit("version_opset5.onnx", E, "default-domain opset 5", relu_model(opset=5))
-    emit("version_opset10.onnx", E, "default-domain opset 10 (Resize 10 and older forms)", relu_model(opset=10))
+    emit("version_opset6.onnx", E, "default-domain opset 6 (kiln reads 7 to 28)", relu_model(opset=6))
+    emit("valid_opset7.onnx", V, "default-domain opset 7, the oldest kiln reads", relu_model(opset=7))
+    emit("version_opset29.onnx", E, "default-domain opset 29 (one past the newest kiln reads)", relu_model(opset=29))
     emit("version_opset99.onnx", E, "default-domain opset 99", relu_model(opset=99))
     m = relu_model()
     del m.opset_import[:]
@@ -1280,7 +1282,8 @@ def compiled_controls():
                 node("Slice", ["x", "e1", "s1", "ax", "s1"], ["b"]),
                 node("Range", ["e1", "s1", "d"], ["r"]), node("Trilu", ["x", "e1"], ["t"])],
                x_in(), [vi("a", [2, 1]), vi("b", [2, 1]), vi("r", [4], I64), vi("t", [2, 3])],
-               inits=[i64("s1", 2**63 - 1), i64("e1", -(2**63)), i64("ax", [1]), i64("t1", -(2**63)), i64("d", 2**62)]))
+               inits=[i64("s1", 2**63 - 1), i64("e1", -(2**63)), i64("ax", [1]), i64("t1", -(2**63)), i64("d", 2**62)],
+               opset=14))  # Trilu exists from opset 14
     emit("valid_pad_modes.onnx", V, "Pad in constant (with a value), reflect and edge modes",
          model([node("Pad", ["x", "p", "cv"], ["a"]), node("Pad", ["x", "p"], ["b"], mode="reflect"),
                 node("Pad", ["x", "p"], ["c"], mode="edge")],

@@ -1,4 +1,5 @@
-// Older opsets -> the opset-18 form every kernel expects, done while nodes are added to the graph.
+// The importer's graph building: names, constants, node forms, and the last step of every node into
+// kiln's canonical form (after version_adapters.cpp has brought it to its newest version).
 #include <fmt/format.h>
 
 #include <climits>
@@ -29,13 +30,31 @@ std::optional<int> OnnxGraphReader::known_rank(ValueId id) const {
   return std::nullopt;
 }
 
+std::optional<DType> OnnxGraphReader::known_dtype(ValueId id) const {
+  const Value& v = graph_.value(id);
+  if (v.constant) return v.constant->dtype();
+  if (typed_.count(id)) return v.type.dtype;
+  return std::nullopt;
+}
+
 ValueId OnnxGraphReader::constant_i64(const std::string& base, const std::vector<int64_t>& values) {
   Tensor t = Tensor::from_vector<int64_t>(DType::i64, {static_cast<int64_t>(values.size())}, values);
   return graph_.add_constant(unique_name(base), std::move(t));
 }
 
+ValueId OnnxGraphReader::scalar_like(const std::string& base, double v, ValueId like) {
+  std::optional<DType> t = known_dtype(like);
+  if (t == DType::f64) return graph_.add_constant(unique_name(base), Tensor::scalar(DType::f64, v));
+  ValueId f = graph_.add_constant(unique_name(t == DType::f32 ? base : base + "_f32"),
+                                  Tensor::scalar(DType::f32, static_cast<float>(v)));
+  if (t == DType::f32) return f;
+  std::string out = unique_name(base);
+  NodeId n = add_node(OpKind::CastLike, {f, like}, {out}, unique_name(base + "_cast"), {});
+  return graph_.nodes[static_cast<size_t>(n)].outputs[0];
+}
+
 NodeId OnnxGraphReader::add_node(OpKind op, std::vector<ValueId> inputs, const std::vector<std::string>& outputs,
-                              std::string name, AttrMap attrs) {
+                                 std::string name, AttrMap attrs) {
   NodeId id = graph_.add_node(op, std::move(inputs), outputs, std::move(name));
   Node& n = graph_.nodes.back();
   n.attrs = std::move(attrs);
@@ -44,107 +63,55 @@ NodeId OnnxGraphReader::add_node(OpKind op, std::vector<ValueId> inputs, const s
   return id;
 }
 
-namespace {
+std::string NodeForm::desc() const { return fmt::format("node '{}' ({}-{})", name, op_type, version); }
 
-std::string describe(OpKind op, const std::string& name) { return fmt::format("node '{}' ({})", name, op_name(op)); }
+int64_t NodeForm::int_attr(const char* attr, int64_t def) const {
+  auto it = attrs.find(attr);
+  if (it == attrs.end()) return def;
+  const auto* v = std::get_if<int64_t>(&it->second.value);
+  if (!v) user_error("{}: attribute '{}' must be an integer", desc(), attr);
+  return *v;
+}
 
-// Moves a list attribute (axes, split) to input `index` as a constant i64 tensor.
-void attr_to_input(OnnxGraphReader& b, OpKind op, const std::string& name, std::vector<ValueId>& inputs,
-                   AttrMap& attrs, const char* attr, size_t index) {
+void NodeForm::attr_to_input(OnnxGraphReader& b, const char* attr, size_t index) {
   auto it = attrs.find(attr);
   if (it == attrs.end()) return;
   const auto* list = std::get_if<std::vector<int64_t>>(&it->second.value);
-  if (!list) user_error("{}: attribute '{}' must be a list of integers", describe(op, name), attr);
-  if (inputs.size() > index && inputs[index] != kNoValue)
-    user_error("{}: '{}' is given both as an attribute and as input {}", describe(op, name), attr, index);
+  if (!list) user_error("{}: attribute '{}' must be a list of integers", desc(), attr);
+  if (has_input(index)) user_error("{}: '{}' is given both as an attribute and as input {}", desc(), attr, index);
   if (inputs.size() <= index) inputs.resize(index + 1, kNoValue);
   inputs[index] = b.constant_i64(fmt::format("{}_{}", name, attr), *list);
   attrs.erase(it);
 }
 
-int64_t int_attr(const AttrMap& attrs, const char* attr, int64_t def, OpKind op, const std::string& name) {
+void NodeForm::float_attr_to_input(OnnxGraphReader& b, const char* attr, size_t index) {
   auto it = attrs.find(attr);
-  if (it == attrs.end()) return def;
-  const auto* v = std::get_if<int64_t>(&it->second.value);
-  if (!v) user_error("{}: attribute '{}' must be an integer", describe(op, name), attr);
-  return *v;
+  if (it == attrs.end()) return;
+  const auto* v = std::get_if<double>(&it->second.value);
+  if (!v) user_error("{}: attribute '{}' must be a float", desc(), attr);
+  if (has_input(index)) user_error("{}: '{}' is given both as an attribute and as input {}", desc(), attr, index);
+  if (!has_input(0)) user_error("{}: input 0 is missing", desc());
+  if (inputs.size() <= index) inputs.resize(index + 1, kNoValue);
+  inputs[index] = b.scalar_like(fmt::format("{}_{}", name, attr), *v, inputs[0]);
+  attrs.erase(it);
 }
 
-// Softmax/LogSoftmax before opset 13 normalise over all dims from `axis` on (the input seen as 2-D).
-// When `axis` is the last axis this is the opset-13 meaning; otherwise rewrite as
-// Flatten(X, axis) -> op(axis=-1) -> Reshape(Shape(X)).
-void add_legacy_softmax(OnnxGraphReader& b, OpKind op, const std::string& name, std::vector<ValueId> inputs,
-                        const std::vector<std::string>& outputs, AttrMap attrs) {
-  int64_t axis = int_attr(attrs, "axis", 1, op, name);
-  if (inputs.empty() || inputs[0] == kNoValue || outputs.empty() || outputs[0].empty()) {
-    b.add_node(op, std::move(inputs), outputs, name, std::move(attrs));  // malformed: shape inference reports it
-    return;
+void add_canonical_node(OnnxGraphReader& b, NodeForm n) {
+  adapt_to_newest(b, n);
+  if (!add_rewritten_node(b, n)) {
+    auto op = op_from_name(n.op_type);
+    if (!op) internal_error("onnx import: {} has no kiln op", n.desc());
+    if (*op == OpKind::Cast && n.attrs.count("to")) {
+      // ONNX's element type code becomes kiln's dtype name: no ONNX codes past the importer.
+      const int64_t code = n.int_attr("to", 0);
+      auto t = code >= INT32_MIN && code <= INT32_MAX ? dtype_from_onnx(static_cast<int>(code)) : std::nullopt;
+      if (!t)
+        unsupported("{}: cannot cast to ONNX element type {} (supported: 1 2 3 6 7 9 10 11 16)", n.desc(), code);
+      n.attrs["to"] = Attribute{std::string(dtype_name(*t))};
+    }
+    b.add_node(*op, std::move(n.inputs), n.outputs, n.name, std::move(n.attrs));
   }
-  std::optional<int> rank = b.known_rank(inputs[0]);
-  if (rank && *rank > 0 && (axis == *rank - 1 || axis == -1)) {
-    attrs["axis"] = Attribute{int64_t{-1}};
-    b.add_node(op, std::move(inputs), outputs, name, std::move(attrs));
-    return;
-  }
-  ValueId x = inputs[0];
-  std::string flat = b.unique_name(name + "_flat");
-  AttrMap flatten_attrs;
-  flatten_attrs["axis"] = Attribute{axis};
-  NodeId f = b.add_node(OpKind::Flatten, {x}, {flat}, b.unique_name(name + "_flatten"), std::move(flatten_attrs));
-  ValueId flat_id = b.graph().nodes[static_cast<size_t>(f)].outputs[0];
-
-  std::string normed = b.unique_name(name + "_2d");
-  attrs["axis"] = Attribute{int64_t{-1}};
-  NodeId s = b.add_node(op, {flat_id}, {normed}, name, std::move(attrs));
-  ValueId normed_id = b.graph().nodes[static_cast<size_t>(s)].outputs[0];
-
-  std::string shape = b.unique_name(name + "_shape");
-  NodeId sh = b.add_node(OpKind::Shape, {x}, {shape}, b.unique_name(name + "_shape_of"), {});
-  ValueId shape_id = b.graph().nodes[static_cast<size_t>(sh)].outputs[0];
-
-  b.add_node(OpKind::Reshape, {normed_id, shape_id}, {outputs[0]}, b.unique_name(name + "_reshape"), {});
-}
-
-}  // namespace
-
-void add_canonical_node(OnnxGraphReader& b, OpKind op, std::string name, std::vector<ValueId> inputs,
-                        const std::vector<std::string>& outputs, AttrMap attrs) {
-  const int64_t opset = b.opset();
-  switch (op) {
-    case OpKind::Squeeze:
-    case OpKind::Unsqueeze:
-    case OpKind::ReduceSum:
-      if (opset < 13) attr_to_input(b, op, name, inputs, attrs, "axes", 1);
-      break;
-    case OpKind::ReduceMean:
-    case OpKind::ReduceMax:
-    case OpKind::ReduceMin:
-    case OpKind::ReduceProd:
-      if (opset < 18) attr_to_input(b, op, name, inputs, attrs, "axes", 1);
-      break;
-    case OpKind::Split:
-      if (opset < 13) attr_to_input(b, op, name, inputs, attrs, "split", 1);
-      // Before 18, no 'split' meant equal parts, one per output; 18 says so with num_outputs.
-      if (opset < 18 && !(inputs.size() > 1 && inputs[1] != kNoValue) && !attrs.count("num_outputs"))
-        attrs["num_outputs"] = Attribute{static_cast<int64_t>(outputs.size())};
-      break;
-    case OpKind::Softmax:
-    case OpKind::LogSoftmax:
-      if (opset < 13) return add_legacy_softmax(b, op, name, std::move(inputs), outputs, std::move(attrs));
-      break;
-    case OpKind::Cast:  // ONNX's element type code becomes kiln's dtype name: no ONNX codes past the importer
-      if (attrs.count("to")) {
-        const int64_t code = int_attr(attrs, "to", 0, op, name);
-        auto t = code >= INT32_MIN && code <= INT32_MAX ? dtype_from_onnx(static_cast<int>(code)) : std::nullopt;
-        if (!t)
-          unsupported("{}: cannot cast to ONNX element type {} (supported: 1 2 3 6 7 9 10 11 16)", describe(op, name),
-                     code);
-        attrs["to"] = Attribute{std::string(dtype_name(*t))};
-      }
-      break;
-    default: break;
-  }
-  b.add_node(op, std::move(inputs), outputs, std::move(name), std::move(attrs));
+  for (auto& f : n.then) f(b);
 }
 
 }  // namespace kiln

@@ -1,6 +1,8 @@
-// Internal to the importer: the state shared by graph building, attribute conversion and the rewrites
-// that bring older opsets to their opset-18 form.
+// Internal to the importer: the state shared by graph building, attribute conversion, the version
+// adapters that bring every operator version to the newest form kiln reads, and the rewrites of ONNX
+// operators that kiln reads as others.
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -39,9 +41,14 @@ class OnnxGraphReader {
   // Marks a value's declared type as known (its rank can be trusted by rewrites).
   void mark_typed(ValueId id) { typed_.insert(id); }
   std::optional<int> known_rank(ValueId id) const;
+  // The element type, where the value is a constant or has a declared type.
+  std::optional<DType> known_dtype(ValueId id) const;
 
   // A new constant 1-D i64 tensor.
   ValueId constant_i64(const std::string& base, const std::vector<int64_t>& values);
+  // A scalar of `like`'s element type holding `v`: a constant where that type is known, otherwise an
+  // f32 constant through CastLike.
+  ValueId scalar_like(const std::string& base, double v, ValueId like);
   // Adds a node whose outputs get model names (bound for later lookups); returns its id.
   NodeId add_node(OpKind op, std::vector<ValueId> inputs, const std::vector<std::string>& outputs,
                   std::string name, AttrMap attrs);
@@ -55,13 +62,53 @@ class OnnxGraphReader {
   std::unordered_set<ValueId> typed_;
 };
 
+// One ONNX node on its way into the graph, in the form of `version` of its operator; the version
+// adapters rewrite it a step at a time.
+struct NodeForm {
+  std::string op_type;  // the ONNX name
+  int version = 0;
+  std::string name;
+  std::vector<ValueId> inputs;  // kNoValue: an omitted optional input
+  std::vector<std::string> outputs;  // "" : an omitted optional output
+  AttrMap attrs;
+  // Nodes to add once the node itself is in the graph (a step that renames an output adds the node
+  // that computes the original one here).
+  std::vector<std::function<void(OnnxGraphReader&)>> then;
+
+  std::string desc() const;  // "node 'n' (Op-v)"
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != kNoValue; }
+  bool has_output(size_t i) const { return i < outputs.size() && !outputs[i].empty(); }
+  int64_t int_attr(const char* attr, int64_t def) const;
+  // Moves a list-of-integers attribute to input `index` as a constant 1-D i64 tensor.
+  void attr_to_input(OnnxGraphReader& b, const char* attr, size_t index);
+  // Moves a float attribute to input `index` as a scalar of input 0's element type.
+  void float_attr_to_input(OnnxGraphReader& b, const char* attr, size_t index);
+};
+
 // Converts a node's attributes; `desc` names the node in messages ("node 'n' (Op)").
 AttrMap convert_attributes(const ::onnx::NodeProto& node, const std::string& desc, const Options& options,
                            ExternalData* external);
 
-// Adds one node in its opset-18 form (older forms rewritten: axes/split attributes become inputs,
-// Softmax/LogSoftmax before 13 get single-axis semantics).
-void add_canonical_node(OnnxGraphReader& b, OpKind op, std::string name, std::vector<ValueId> inputs,
-                        const std::vector<std::string>& outputs, AttrMap attrs);
+// The outcome of looking up a node's operator and version (op_versions.cpp, version_adapters.cpp).
+struct OpSupport {
+  int version = 0;           // the node's version at the model's opset
+  std::optional<OpKind> op;  // the kiln op of that name, if any
+  bool rewritten = false;    // an ONNX operator kiln reads as others (legacy_rewrites.cpp)
+};
+// Checks that `op_type` exists at `opset` and that kiln reads that version of it; otherwise an
+// UnsupportedError (or a UserError for an operator the opset does not have) naming the node.
+OpSupport check_op_support(const std::string& op_type, int64_t opset, const std::string& node_name);
+
+// Brings a node to the newest version kiln reads of its operator, one version step at a time
+// (version_adapters.cpp).
+void adapt_to_newest(OnnxGraphReader& b, NodeForm& n);
+// Adds a node of an ONNX operator kiln reads as others (Upsample, Dropout, ReduceL2, ...), in its
+// newest version; false when `op_type` is not one of them (legacy_rewrites.cpp).
+bool add_rewritten_node(OnnxGraphReader& b, NodeForm& n);
+bool is_rewritten_op(std::string_view op_type);
+
+// Adds one node, adapted to its newest version, then to kiln's canonical form (Cast's 'to' as a dtype
+// name), or rewritten into kiln ops.
+void add_canonical_node(OnnxGraphReader& b, NodeForm n);
 
 }  // namespace kiln

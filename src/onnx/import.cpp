@@ -89,8 +89,8 @@ std::optional<TensorType> declared_type(const ::onnx::ValueInfoProto& vi, const 
 
 struct PendingNode {
   const ::onnx::NodeProto* proto;
-  OpKind op;
-  std::string name;  // the model's, or "<Op>_<index>" when it has none
+  OpSupport support;  // its version, kiln op or rewrite
+  std::string name;   // the model's, or "<Op>_<index>" when it has none
 };
 
 class Importer {
@@ -107,6 +107,7 @@ class Importer {
     if (g.sparse_initializer_size()) unsupported("sparse initializers are not supported");
 
     Graph graph;
+    opset_ = opset;
     OnnxGraphReader b(graph, options_, opset);
     add_initializers(b);
     add_inputs(b);
@@ -171,12 +172,11 @@ class Importer {
         unsupported("node '{}': unsupported operator {}::{}", name, np.domain(), np.op_type());
       if (np.op_type() == "If" || np.op_type() == "Loop" || np.op_type() == "Scan")
         unsupported("node '{}' ({}): subgraphs are not supported", name, np.op_type());
-      auto op = op_from_name(np.op_type());
-      if (!op) unsupported("node '{}': unsupported operator '{}'", name, np.op_type());
+      OpSupport support = check_op_support(np.op_type(), opset_, name);
       std::string desc = fmt::format("node '{}' ({})", name, np.op_type());
       for (const auto& out : np.output())
         if (!out.empty()) claim(b, out, desc);
-      nodes.push_back(PendingNode{&np, *op, std::move(name)});
+      nodes.push_back(PendingNode{&np, support, std::move(name)});
     }
     return nodes;
   }
@@ -196,7 +196,7 @@ class Importer {
         auto it = producer.find(in);
         if (it == producer.end())
           user_error("node '{}' ({}): input '{}' is not produced by any node, nor a graph input or initializer",
-                     nodes[i].name, op_name(nodes[i].op), in);
+                     nodes[i].name, nodes[i].proto->op_type(), in);
         users[it->second].push_back(i);
         ++pending[i];
       }
@@ -231,13 +231,17 @@ class Importer {
       at = stuck_input(at).first;
     }
     user_error("node '{}' ({}): input '{}' depends on the node's own output (the graph has a cycle)", nodes[at].name,
-               op_name(nodes[at].op), *stuck_input(at).second);
+               nodes[at].proto->op_type(), *stuck_input(at).second);
   }
 
   void emit(OnnxGraphReader& b, const PendingNode& n) {
-    std::string desc = fmt::format("node '{}' ({})", n.name, op_name(n.op));
-    AttrMap attrs = convert_attributes(*n.proto, desc, options_, &external_);
-    std::vector<ValueId> inputs;
+    std::string desc = fmt::format("node '{}' ({})", n.name, n.proto->op_type());
+    NodeForm form;
+    form.op_type = n.proto->op_type();
+    form.version = n.support.version;
+    form.name = n.name;
+    form.attrs = convert_attributes(*n.proto, desc, options_, &external_);
+    std::vector<ValueId>& inputs = form.inputs;
     for (const auto& in : n.proto->input()) {
       if (in.empty()) {
         inputs.push_back(kNoValue);
@@ -247,8 +251,8 @@ class Importer {
       if (!id) internal_error("onnx import: {} input '{}' unbound after sorting", desc, in);
       inputs.push_back(*id);
     }
-    std::vector<std::string> outputs(n.proto->output().begin(), n.proto->output().end());
-    add_canonical_node(b, n.op, n.name, std::move(inputs), outputs, std::move(attrs));
+    form.outputs.assign(n.proto->output().begin(), n.proto->output().end());
+    add_canonical_node(b, std::move(form));
   }
 
   // value_info and graph outputs declare types of node outputs; inputs and constants keep their own.
@@ -287,6 +291,7 @@ class Importer {
 
   const ::onnx::ModelProto& model_;
   const Options& options_;
+  int64_t opset_ = 0;
   ExternalData external_;
   std::unordered_set<std::string> producers_;
 };

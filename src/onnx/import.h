@@ -1,5 +1,6 @@
 // ONNX import: reads a .onnx file (and its external data), checks everything a hostile file could get
-// wrong, and builds a kiln Graph in topological order with ops in their canonical opset-18 form.
+// wrong, and builds a kiln Graph in topological order with ops in their canonical form (the newest
+// version of each, through the version adapters).
 // Types come only from the model's declarations (inputs, outputs, value_info); shape inference is a
 // later pass. Every problem with the file is a kiln::UserError.
 #pragma once
@@ -17,11 +18,11 @@ class ModelProto;
 namespace kiln {
 
 // Opsets of the default ONNX domain that kiln reads.
-inline constexpr int64_t kMinOpset = 11;
-inline constexpr int64_t kMaxOpset = 18;
+inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kMaxOpset = 28;
 // ONNX IR versions that kiln reads.
 inline constexpr int64_t kMinIrVersion = 3;
-inline constexpr int64_t kMaxIrVersion = 10;
+inline constexpr int64_t kMaxIrVersion = 14;
 
 // Imports the model at `path`; external data is resolved relative to the file's folder.
 Graph import_onnx(const std::string& path, const Options& options);

@@ -1,6 +1,7 @@
 #include "onnx/tensor_proto.h"
 
 #include <cstring>
+#include <iterator>
 #include <onnx/onnx.pb.h>
 
 #include "onnx/external_data.h"
@@ -69,6 +70,10 @@ int dtype_to_onnx(DType t) {
 
 std::string onnx_type_name(int onnx_type) {
   if (TP::DataType_IsValid(onnx_type)) return TP::DataType_Name(static_cast<TP::DataType>(onnx_type));
+  // The types that onnx.proto gained after the 1.12 that kiln compiles against (IR 9 to 13).
+  static constexpr const char* kNewer[] = {"FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+                                           "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
+  if (onnx_type >= 17 && onnx_type < 17 + static_cast<int>(std::size(kNewer))) return kNewer[onnx_type - 17];
   return fmt::format("type {}", onnx_type);
 }
 

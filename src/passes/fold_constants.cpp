@@ -20,6 +20,8 @@ bool foldable(const Graph& g, const Node& n, int64_t budget) {
   }
   if (n.op == OpKind::Shape || n.op == OpKind::Size)  // only the input's shape matters
     return is_static(g.value(n.inputs[0]).type.shape);
+  if (n.op == OpKind::CastLike)  // only the element type of `like` matters
+    return n.inputs.size() == 2 && n.inputs[0] != kNoValue && n.inputs[1] != kNoValue && g.value(n.inputs[0]).constant;
   for (ValueId v : n.inputs)
     if (v != kNoValue && !g.value(v).constant) return false;
   return true;
@@ -40,9 +42,10 @@ bool fold_node(Graph& g, Node& n, const Options& options) {
       ins.push_back(nullptr);
     } else if (g.value(v).constant) {
       ins.push_back(g.value(v).constant.get());
-    } else {  // Shape/Size of a static value: any tensor of that shape will do, without data
+    } else {  // Shape/Size of a static value, CastLike's `like`: any tensor of that type will do, without data
       const TensorType& t = g.value(v).type;
-      placeholder = Tensor::wrap(t.dtype, static_dims(t.shape), nullptr, nullptr);
+      placeholder = Tensor::wrap(t.dtype, is_static(t.shape) ? static_dims(t.shape) : std::vector<int64_t>{}, nullptr,
+                                 nullptr);
       ins.push_back(&placeholder);
     }
   }

@@ -9,6 +9,7 @@
 
 #include "common/processes.h"
 #include "onnx/tensor_io.h"
+#include <onnx/onnx.pb.h>
 
 namespace {
 namespace fs = std::filesystem;
@@ -88,6 +89,66 @@ TEST(Cli, CheckSummarisesCases) {
   Result r = kiln("check " + d.string());  // a folder without model.onnx
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("0 passed, 1 failed"), std::string::npos) << r.out;
+  fs::remove_all(d);
+}
+
+// An ONNX test case folder: y = OP(x) on f32[2], one data set whose expected output is x (what Relu
+// gives for [1, 2]).
+void write_case(const fs::path& dir, const std::string& op) {
+  fs::create_directories(dir / "test_data_set_0");
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("case");
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->add_input("x");
+  n->add_output("y");
+  auto declare = [](::onnx::ValueInfoProto* vi, const char* name) {
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(::onnx::TensorProto::FLOAT);
+    tt->mutable_shape()->add_dim()->set_dim_value(2);
+  };
+  declare(g->add_input(), "x");
+  declare(g->add_output(), "y");
+  std::ofstream((dir / "model.onnx").string(), std::ios::binary) << m.SerializeAsString();
+  kiln::Tensor x = kiln::Tensor::from_vector<float>(kiln::DType::f32, {2}, {1, 2});
+  kiln::write_tensor_pb((dir / "test_data_set_0" / "input_0.pb").string(), x, "x");
+  kiln::write_tensor_pb((dir / "test_data_set_0" / "output_0.pb").string(), x, "y");
+}
+
+TEST(Cli, CheckSkipListNamesEverySkipAndReportsListedCasesThatRun) {
+  fs::path d = temp_dir("skips");
+  write_case(d / "test_relu", "Relu");
+  write_case(d / "test_foo", "FooBar");
+  std::string cases = (d / "test_relu").string() + " " + (d / "test_foo").string();
+  auto list = [&](const std::string& text) {
+    std::ofstream((d / "skips.txt").string()) << "# comment\n" << text;
+    return " --skips " + (d / "skips.txt").string() + " ";
+  };
+  Result plain = kiln("check " + cases);
+  EXPECT_EQ(plain.code, 0) << plain.out;
+  EXPECT_NE(plain.out.find("1 passed, 0 failed, 1 skipped"), std::string::npos) << plain.out;
+
+  Result listed = kiln("check" + list("test_foo  unsupported operator 'FooBar'\n") + cases);
+  EXPECT_EQ(listed.code, 0) << listed.out;
+  EXPECT_NE(listed.out.find("1 passed, 0 failed, 1 skipped"), std::string::npos) << listed.out;
+
+  Result unlisted = kiln("check" + list("") + cases);
+  EXPECT_EQ(unlisted.code, 1) << unlisted.out;
+  EXPECT_NE(unlisted.out.find("FAIL test_foo: skipped but not in the skip list"), std::string::npos) << unlisted.out;
+
+  Result other = kiln("check" + list("test_foo  element type UINT16\n") + cases);
+  EXPECT_EQ(other.code, 1) << other.out;
+  EXPECT_NE(other.out.find("skipped for another reason than the listed 'element type UINT16'"), std::string::npos)
+      << other.out;
+
+  Result rot = kiln("check" + list("test_foo  unsupported operator\ntest_relu  unsupported operator 'Relu'\n") + cases);
+  EXPECT_EQ(rot.code, 1) << rot.out;
+  EXPECT_NE(rot.out.find("FAIL test_relu: listed as skipped (unsupported operator 'Relu') but passes"), std::string::npos)
+      << rot.out;
   fs::remove_all(d);
 }
 

@@ -218,7 +218,7 @@ TEST(OnnxImport, AxesBothAttributeAndInputIsAUserError) {
   add_input(m, "x", {int64_t{2}});
   attr_ints(add_node(m, "Unsqueeze", {"x", "x"}, {"y"}, "u"), "axes", {0});
   add_output(m, "y");
-  expect_user_error(m, "node 'u' (Unsqueeze): 'axes' is given both");
+  expect_user_error(m, "node 'u' (Unsqueeze-11): 'axes' is given both");
 }
 
 TEST(OnnxImport, LegacySoftmaxOverLastAxisIsKept) {
@@ -313,7 +313,7 @@ TEST(OnnxImport, UserErrorsNameTheProblem) {
   add_output(sub, "y");
   expect_user_error(sub, "subgraphs are not supported");
 
-  for (int64_t opset : {10, 19}) {
+  for (int64_t opset : {6, 29}) {
     auto m = make_model(opset);
     add_input(m, "x", {int64_t{2}});
     add_node(m, "Relu", {"x"}, {"y"});

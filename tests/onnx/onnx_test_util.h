@@ -105,6 +105,19 @@ inline void attr_ints(::onnx::NodeProto* n, const std::string& name, std::vector
   for (int64_t x : v) a->add_ints(x);
 }
 
+inline void attr_float(::onnx::NodeProto* n, const std::string& name, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+inline void attr_floats(::onnx::NodeProto* n, const std::string& name, std::vector<float> v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::FLOATS);
+  for (float x : v) a->add_floats(x);
+}
+
 // An f32 initializer with raw_data.
 inline ::onnx::TensorProto* add_f32_init(::onnx::ModelProto& m, const std::string& name, std::vector<int64_t> dims,
                                          const std::vector<float>& values) {

@@ -1,4 +1,4 @@
-// Cast, and the dtype conversion it shares with Pow. Every pair of dtypes converts directly with a
+// Cast and CastLike, and the dtype conversion they share with Pow. Every pair of dtypes converts directly with a
 // single rounding: f64 -> f16/bf16 rounds the double itself (going through f32 would round twice).
 #include <cmath>
 #include <cstring>
@@ -102,6 +102,10 @@ DType cast_target(const InferContext& ctx) {
 
 std::vector<TensorType> infer_cast(InferContext& ctx) { return {TensorType{cast_target(ctx), ctx.in(0).shape}}; }
 
+// CastLike(x, like): Cast to the element type of `like`, whose data is never read. `saturate` only
+// concerns float8 targets, which kiln has none of.
+std::vector<TensorType> infer_cast_like(InferContext& ctx) { return {TensorType{ctx.in(1).dtype, ctx.in(0).shape}}; }
+
 void cast_kernel(const Node&, std::span<const Tensor* const> in, std::span<Tensor> out, const KernelContext& kc) {
   convert_into(*in[0], out[0], !kc.reference);
 }
@@ -144,6 +148,10 @@ void register_cast_op(OpRegistry& r) {
   def.handles_half = true;  // converts f16/bf16 itself, rounding once
   def.min_inputs = def.max_inputs = 1;
   r.add(OpKind::Cast, def);
+  OpDef like = def;
+  like.infer = &infer_cast_like;
+  like.min_inputs = like.max_inputs = 2;
+  r.add(OpKind::CastLike, like);
 }
 
 }  // namespace kiln::elementwise

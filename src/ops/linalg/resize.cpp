@@ -13,7 +13,15 @@ namespace kiln::linalg_ops {
 namespace {
 
 enum class Mode { nearest, linear, cubic };
-enum class Coord { half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize };
+enum class Coord {
+  half_pixel,
+  half_pixel_symmetric,
+  pytorch_half_pixel,
+  align_corners,
+  asymmetric,
+  tf_half_pixel_for_nn,
+  tf_crop_and_resize
+};
 enum class NearestRound { prefer_floor, prefer_ceil, floor, ceil };
 enum class AspectPolicy { stretch, not_larger, not_smaller };
 
@@ -36,12 +44,13 @@ ResizeAttrs read_resize_attrs(const Node& node, int64_t rank) {
   else node_fail(node, "unknown mode '{}' (expected nearest, linear or cubic)", mode);
   std::string coord = node.attr_string("coordinate_transformation_mode", "half_pixel");
   if (coord == "half_pixel") a.coord = Coord::half_pixel;
+  else if (coord == "half_pixel_symmetric") a.coord = Coord::half_pixel_symmetric;
   else if (coord == "pytorch_half_pixel") a.coord = Coord::pytorch_half_pixel;
   else if (coord == "align_corners") a.coord = Coord::align_corners;
   else if (coord == "asymmetric") a.coord = Coord::asymmetric;
   else if (coord == "tf_half_pixel_for_nn") a.coord = Coord::tf_half_pixel_for_nn;
   else if (coord == "tf_crop_and_resize") a.coord = Coord::tf_crop_and_resize;
-  else node_fail(node, "coordinate_transformation_mode '{}' is not supported", coord);
+  else unsupported("{}: coordinate_transformation_mode '{}' is not supported", node_what(node), coord);
   std::string nearest = node.attr_string("nearest_mode", "round_prefer_floor");
   if (nearest == "round_prefer_floor") a.nearest = NearestRound::prefer_floor;
   else if (nearest == "round_prefer_ceil") a.nearest = NearestRound::prefer_ceil;
@@ -53,7 +62,7 @@ ResizeAttrs read_resize_attrs(const Node& node, int64_t rank) {
   else if (aspect == "not_larger") a.aspect = AspectPolicy::not_larger;
   else if (aspect == "not_smaller") a.aspect = AspectPolicy::not_smaller;
   else node_fail(node, "unknown keep_aspect_ratio_policy '{}'", aspect);
-  if (node.attr_int("antialias", 0) != 0) node_fail(node, "antialias=1 is not supported");
+  if (node.attr_int("antialias", 0) != 0) unsupported("{}: antialias=1 is not supported", node_what(node));
   a.exclude_outside = node.attr_int("exclude_outside", 0) != 0;
   a.extrapolation = node.attr_float("extrapolation_value", 0.0);
   a.cubic_a = node.attr_float("cubic_coeff_a", -0.75);
@@ -175,10 +184,15 @@ struct Taps {
 
 // The resized length in the formulas is in * scale, unrounded, as in ONNX's reference implementation
 // (with sizes it equals the output size; with scales such as 0.6 it is not an integer).
-double source_coordinate(const ResizeAttrs& a, int64_t o, int64_t in, double scale, double roi_start, double roi_end) {
+double source_coordinate(const ResizeAttrs& a, int64_t o, int64_t in, int64_t out, double scale, double roi_start,
+                         double roi_end) {
   double x = static_cast<double>(o), length = static_cast<double>(in) * scale, last = static_cast<double>(in - 1);
   switch (a.coord) {
     case Coord::half_pixel: return (x + 0.5) / scale - 0.5;
+    case Coord::half_pixel_symmetric: {  // half_pixel, centred where the output size was rounded down
+      double offset = 0.5 * static_cast<double>(in) * (1.0 - static_cast<double>(out) / length);
+      return offset + (x + 0.5) / scale - 0.5;
+    }
     case Coord::pytorch_half_pixel: return length > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
     case Coord::align_corners: return length == 1 ? 0.0 : x * last / (length - 1);
     case Coord::asymmetric: return x / scale;
@@ -203,7 +217,7 @@ std::vector<Taps> axis_taps(const ResizeAttrs& a, int64_t in, int64_t out, doubl
       t.weight[0] = 1.0;
       continue;
     }
-    double x = source_coordinate(a, o, in, scale, roi_start, roi_end);
+    double x = source_coordinate(a, o, in, out, scale, roi_start, roi_end);
     if (a.coord == Coord::tf_crop_and_resize && (x < 0 || x > static_cast<double>(in - 1))) {
       t.outside = true;
       continue;

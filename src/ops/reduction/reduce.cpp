@@ -52,7 +52,8 @@ std::vector<int64_t> axes_values(const Node& node, const Tensor* axes) {
 std::vector<TensorType> infer_reduce(InferContext& ctx) {
   const Node& node = ctx.node();
   const TensorType& x = ctx.in(0);
-  if (x.dtype == DType::boolean) ctx.fail("input must be numeric, not bool");
+  if (x.dtype == DType::boolean && node.op != OpKind::ReduceMax && node.op != OpKind::ReduceMin)
+    ctx.fail("input must be numeric, not bool (bool takes ReduceMax and ReduceMin only)");
   const bool keepdims = node.attr_int("keepdims", 1) != 0;
   const int64_t rank = x.rank();
   TensorType y{x.dtype, {}};
@@ -292,11 +293,17 @@ void reduce_kernel(const Node& node, std::span<const Tensor* const> in, std::spa
     return;
   }
   if (y.numel() == 0) return;
-  dispatch_numeric(x.dtype(), [&](auto tag) {
+  // bool (ReduceMax: any, ReduceMin: all) as its bytes, 0 and 1; an empty ReduceMin's 255 becomes true.
+  const bool boolean = x.dtype() == DType::boolean;
+  dispatch_numeric(boolean ? DType::u8 : x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (ctx.reference) reduce_reference<K, T>(x, ra.reduced, y);
     else reduce_fast<K, T>(x, ra.reduced, y);
   });
+  if (boolean) {
+    auto* yd = static_cast<uint8_t*>(y.raw());
+    for (int64_t i = 0; i < y.numel(); ++i) yd[i] = yd[i] != 0;
+  }
 }
 
 }  // namespace

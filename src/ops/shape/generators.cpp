@@ -143,8 +143,11 @@ int64_t range_count(const Node& node, const Tensor& start, const Tensor& limit, 
 
 std::vector<TensorType> infer_range(InferContext& ctx) {
   DType t = ctx.in(0).dtype;
-  if (t != DType::f32 && t != DType::f64 && t != DType::i32 && t != DType::i64)
-    ctx.fail("type {} is not supported (f32, f64, i32, i64)", dtype_name(t));
+  // f16 / bf16 (Range-27) run in f32, as its default stash_type 1 says (the executor widens them).
+  if (t != DType::f32 && t != DType::f64 && t != DType::i32 && t != DType::i64 && !is_half(t))
+    ctx.fail("type {} is not supported (f32, f64, f16, bf16, i32, i64)", dtype_name(t));
+  if (is_half(t) && ctx.node().attr_int("stash_type", 1) != 1)
+    ctx.fail("stash_type {} (arithmetic in {}) is not supported", ctx.node().attr_int("stash_type", 1), dtype_name(t));
   for (size_t i = 0; i < 3; ++i) {
     const TensorType& in = ctx.in(i);
     if (in.dtype != t) ctx.fail("input {} is {} but start is {}", i, dtype_name(in.dtype), dtype_name(t));

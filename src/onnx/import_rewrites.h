@@ -1,0 +1,36 @@
+// Internal to the importer: the rewrites of ONNX operators that kiln reads as others (the table is in
+// import_rewrites.cpp; the normalisation and loss operators in import_rewrites_nn.cpp, activations
+// and elementwise functions in import_rewrites_math.cpp, DepthToSpace / SpaceToDepth in
+// import_rewrites_shape.cpp).
+#pragma once
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "onnx/graph_reader.h"
+
+namespace kiln::rewrites {
+
+// Adds `op` with one output, named `out` (a model name) or a fresh name from `what`; returns it.
+ValueId add(OnnxGraphReader& b, const NodeForm& n, OpKind op, std::vector<ValueId> inputs, const std::string& what,
+            AttrMap attrs = {}, const std::string& out = {});
+// A user error unless input 0 and output 0 are there.
+void need_io(const NodeForm& n);
+// A scalar i64 constant of `like`'s integer type (through CastLike where that is not known).
+ValueId int_scalar_like(OnnxGraphReader& b, const std::string& base, int64_t v, ValueId like);
+
+struct RewriteRow {
+  std::string_view op;
+  void (*rewrite)(OnnxGraphReader& b, NodeForm& n);
+};
+// The activations and elementwise functions (import_rewrites_math.cpp), sorted by name.
+std::span<const RewriteRow> math_rewrites();
+// DepthToSpace and SpaceToDepth (import_rewrites_shape.cpp).
+std::span<const RewriteRow> shape_rewrites();
+
+void rms_normalization(OnnxGraphReader& b, NodeForm& n);
+void negative_log_likelihood_loss(OnnxGraphReader& b, NodeForm& n);
+void softmax_cross_entropy_loss(OnnxGraphReader& b, NodeForm& n);
+void instance_normalization(OnnxGraphReader& b, NodeForm& n);
+
+}  // namespace kiln::rewrites

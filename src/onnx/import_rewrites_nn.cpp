@@ -1,0 +1,165 @@
+// RMSNormalization, InstanceNormalization, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss read
+// as kiln ops: the normalisations as their ONNX function bodies (ReduceMean, Sqrt, Div, ...), the losses as a
+// GatherElements of the log-probabilities (after LogSoftmax for the cross entropy) with their weights
+// and reduction.
+#include <fmt/format.h>
+
+#include "onnx/import_rewrites.h"
+#include "support/error.h"
+
+namespace kiln::rewrites {
+namespace {
+
+std::string string_attr(const NodeForm& n, const char* attr, const std::string& def) {
+  auto it = n.attrs.find(attr);
+  if (it == n.attrs.end()) return def;
+  const auto* s = std::get_if<std::string>(&it->second.value);
+  if (!s) user_error("{}: attribute '{}' must be a string", n.desc(), attr);
+  return *s;
+}
+
+double float_attr(const NodeForm& n, const char* attr, double def) {
+  auto it = n.attrs.find(attr);
+  if (it == n.attrs.end()) return def;
+  const auto* v = std::get_if<double>(&it->second.value);
+  if (!v) user_error("{}: attribute '{}' must be a float", n.desc(), attr);
+  return *v;
+}
+
+ValueId float_scalar(OnnxGraphReader& b, const std::string& base, DType t, double v) {
+  Tensor c = t == DType::f64 ? Tensor::scalar(DType::f64, v) : Tensor::scalar(DType::f32, static_cast<float>(v));
+  return b.graph().add_constant(b.unique_name(base), std::move(c));
+}
+
+// loss[n, d...] = -input[n, target[n, d...], d...] * weight[target[n, d...]], 0 where target is
+// ignore_index; reduced by 'reduction' (mean: divided by the sum of the weights used).
+void nll(OnnxGraphReader& b, const NodeForm& n, ValueId input, ValueId target, ValueId weight, const std::string& out) {
+  std::string reduction = string_attr(n, "reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    user_error("{}: reduction '{}' is not one of none, sum, mean", n.desc(), reduction);
+  ValueId t = target, keep = kNoValue;
+  if (n.attrs.count("ignore_index")) {
+    ValueId ignore = int_scalar_like(b, n.name + "_ignore_index", n.int_attr("ignore_index", 0), target);
+    keep = add(b, n, OpKind::Not, {add(b, n, OpKind::Equal, {target, ignore}, "ignored")}, "kept");
+    t = add(b, n, OpKind::Where, {keep, target, int_scalar_like(b, n.name + "_zero", 0, target)}, "target");
+  }
+  ValueId axis1 = b.constant_i64(n.name + "_axis1", {1});
+  AttrMap gather_attrs;
+  gather_attrs["axis"] = Attribute{int64_t{1}};
+  ValueId picked = add(b, n, OpKind::GatherElements, {input, add(b, n, OpKind::Unsqueeze, {t, axis1}, "index")},
+                       "picked", std::move(gather_attrs));
+  ValueId loss = add(b, n, OpKind::Neg, {add(b, n, OpKind::Squeeze, {picked, axis1}, "picked_1d")}, "neg");
+  ValueId w = kNoValue;
+  if (weight != kNoValue) {
+    AttrMap a;
+    a["axis"] = Attribute{int64_t{0}};
+    w = add(b, n, OpKind::Gather, {weight, t}, "weight", std::move(a));
+  }
+  if (keep != kNoValue) {
+    ValueId kw = add(b, n, OpKind::CastLike, {keep, input}, "kept_weight");
+    w = w == kNoValue ? kw : add(b, n, OpKind::Mul, {w, kw}, "weight_kept");
+  }
+  if (w != kNoValue) loss = add(b, n, OpKind::Mul, {loss, w}, "weighted");
+  AttrMap flat;
+  flat["keepdims"] = Attribute{int64_t{0}};
+  if (reduction == "none") {
+    add(b, n, OpKind::Identity, {loss}, "out", {}, out);
+  } else if (reduction == "sum") {
+    add(b, n, OpKind::ReduceSum, {loss}, "out", flat, out);
+  } else if (w == kNoValue) {
+    add(b, n, OpKind::ReduceMean, {loss}, "out", flat, out);
+  } else {
+    ValueId total = add(b, n, OpKind::ReduceSum, {loss}, "total", flat);
+    ValueId weights = add(b, n, OpKind::ReduceSum, {w}, "weights", flat);
+    add(b, n, OpKind::Div, {total, weights}, "out", {}, out);
+  }
+}
+
+}  // namespace
+
+// Y = X / sqrt(mean(X^2 over axes axis..rank-1) + epsilon) * scale; halves (and inputs of a type not
+// known at import) in f32 as stash_type 1 says, the normalised value cast back before the scale.
+void rms_normalization(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  if (!n.has_input(1)) user_error("{}: input 1 (scale) is missing", n.desc());
+  int64_t axis = n.int_attr("axis", -1);
+  if (n.int_attr("stash_type", 1) != 1) unsupported("{}: stash_type {} is not supported (1: f32)", n.desc(), n.int_attr("stash_type", 1));
+  ValueId x = n.inputs[0];
+  std::optional<DType> t = b.known_dtype(x);
+  bool widen = t != DType::f32 && t != DType::f64;
+  ValueId xs = x;
+  if (widen) {
+    AttrMap to;
+    to["to"] = Attribute{std::string(dtype_name(DType::f32))};
+    xs = add(b, n, OpKind::Cast, {x}, "f32", std::move(to));
+  }
+  ValueId axes;
+  std::optional<int> rank = b.known_rank(x);
+  if (axis < 0 || rank) {
+    int64_t end = axis < 0 ? 0 : *rank;
+    if (axis >= end) user_error("{}: axis {} is out of range for rank {}", n.desc(), axis, end);
+    std::vector<int64_t> list;
+    for (int64_t a = axis; a < end; ++a) list.push_back(a);
+    axes = b.constant_i64(n.name + "_axes", list);
+  } else {  // [axis, rank) from the run-time rank
+    ValueId r = add(b, n, OpKind::Size, {add(b, n, OpKind::Shape, {x}, "shape")}, "rank");
+    axes = add(b, n, OpKind::Range,
+               {b.graph().add_constant(b.unique_name(n.name + "_axis"), Tensor::scalar(DType::i64, axis)), r,
+                b.graph().add_constant(b.unique_name(n.name + "_one"), Tensor::scalar(DType::i64, int64_t{1}))},
+               "axes");
+  }
+  DType ct = widen ? DType::f32 : *t;
+  AttrMap keep;
+  keep["keepdims"] = Attribute{int64_t{1}};
+  ValueId ms = add(b, n, OpKind::ReduceMean, {add(b, n, OpKind::Mul, {xs, xs}, "square"), axes}, "mean_square",
+                   std::move(keep));
+  ValueId eps = float_scalar(b, n.name + "_epsilon", ct, float_attr(n, "epsilon", 1e-5));
+  ValueId rms = add(b, n, OpKind::Sqrt, {add(b, n, OpKind::Add, {ms, eps}, "mean_square_eps")}, "rms");
+  ValueId normed = add(b, n, OpKind::Div, {xs, rms}, "normalized");
+  if (widen) normed = add(b, n, OpKind::CastLike, {normed, x}, "normalized_cast");
+  add(b, n, OpKind::Mul, {normed, n.inputs[1]}, "out", {}, n.outputs[0]);
+}
+
+// Y = scale (X - mean) / sqrt(var + epsilon) + B per (n, c), over the spatial axes; scale and B are
+// per channel. The rank must be declared (scale and B are reshaped to [C, 1, ...]).
+void instance_normalization(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  if (!n.has_input(1) || !n.has_input(2)) user_error("{}: inputs scale and B are required", n.desc());
+  ValueId x = n.inputs[0];
+  std::optional<int> rank = b.known_rank(x);
+  if (!rank) unsupported("{}: the input's rank must be declared", n.desc());
+  if (*rank < 3) user_error("{}: the input must have rank 3 or more, has {}", n.desc(), *rank);
+  std::vector<int64_t> spatial, per_channel{-1};
+  for (int64_t a = 2; a < *rank; ++a) spatial.push_back(a), per_channel.push_back(1);
+  ValueId axes = b.constant_i64(n.name + "_axes", spatial);
+  AttrMap keep;
+  keep["keepdims"] = Attribute{int64_t{1}};
+  ValueId mean = add(b, n, OpKind::ReduceMean, {x, axes}, "mean", keep);
+  ValueId centred = add(b, n, OpKind::Sub, {x, mean}, "centred");
+  ValueId var = add(b, n, OpKind::ReduceMean, {add(b, n, OpKind::Mul, {centred, centred}, "square"), axes}, "var", keep);
+  ValueId eps = b.scalar_like(n.name + "_epsilon", float_attr(n, "epsilon", 1e-5), x);
+  ValueId normed = add(b, n, OpKind::Div, {centred, add(b, n, OpKind::Sqrt, {add(b, n, OpKind::Add, {var, eps}, "var_eps")}, "std")}, "normalized");
+  ValueId shape = b.constant_i64(n.name + "_channel_shape", per_channel);
+  ValueId scale = add(b, n, OpKind::Reshape, {n.inputs[1], shape}, "scale");
+  ValueId bias = add(b, n, OpKind::Reshape, {n.inputs[2], shape}, "bias");
+  add(b, n, OpKind::Add, {add(b, n, OpKind::Mul, {normed, scale}, "scaled"), bias}, "out", {}, n.outputs[0]);
+}
+
+void negative_log_likelihood_loss(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  if (!n.has_input(1)) user_error("{}: input 1 (target) is missing", n.desc());
+  nll(b, n, n.inputs[0], n.inputs[1], n.has_input(2) ? n.inputs[2] : kNoValue, n.outputs[0]);
+}
+
+// log_prob = LogSoftmax(scores, axis=1), then the negative log-likelihood of the labels.
+void softmax_cross_entropy_loss(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  if (!n.has_input(1)) user_error("{}: input 1 (labels) is missing", n.desc());
+  AttrMap axis;
+  axis["axis"] = Attribute{int64_t{1}};
+  ValueId log_prob = add(b, n, OpKind::LogSoftmax, {n.inputs[0]}, "log_prob", std::move(axis),
+                         n.has_output(1) ? n.outputs[1] : std::string());
+  nll(b, n, log_prob, n.inputs[1], n.has_input(2) ? n.inputs[2] : kNoValue, n.outputs[0]);
+}
+
+}  // namespace kiln::rewrites

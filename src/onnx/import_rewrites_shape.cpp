@@ -1,0 +1,93 @@
+// DepthToSpace and SpaceToDepth (modes DCR and CRD) read as Reshape, Transpose, Reshape, with the
+// shapes computed from the input's (folded to constants where its shape is static).
+#include <fmt/format.h>
+
+#include "onnx/import_rewrites.h"
+#include "support/error.h"
+
+namespace kiln::rewrites {
+namespace {
+
+struct Dims {
+  ValueId n, c, h, w;  // 1-D i64 tensors of one element each
+};
+
+Dims dims_of(OnnxGraphReader& b, const NodeForm& n, ValueId x) {
+  if (auto rank = b.known_rank(x); rank && *rank != 4) user_error("{}: the input must have rank 4, has {}", n.desc(), *rank);
+  ValueId shape = add(b, n, OpKind::Shape, {x}, "shape");
+  auto dim = [&](int64_t i) { return add(b, n, OpKind::Gather, {shape, b.constant_i64(n.name + "_dim", {i})}, "dim"); };
+  return {dim(0), dim(1), dim(2), dim(3)};
+}
+
+ValueId concat(OnnxGraphReader& b, const NodeForm& n, std::vector<ValueId> parts) {
+  AttrMap axis;
+  axis["axis"] = Attribute{int64_t{0}};
+  return add(b, n, OpKind::Concat, std::move(parts), "shape_out", std::move(axis));
+}
+
+int64_t blocksize(const NodeForm& n) {
+  if (!n.attrs.count("blocksize")) user_error("{}: attribute 'blocksize' is required", n.desc());
+  int64_t bs = n.int_attr("blocksize", 0);
+  if (bs < 1) user_error("{}: blocksize must be at least 1, got {}", n.desc(), bs);
+  return bs;
+}
+
+std::string mode_attr(const NodeForm& n) {
+  auto it = n.attrs.find("mode");
+  if (it == n.attrs.end()) return "DCR";
+  const auto* s = std::get_if<std::string>(&it->second.value);
+  if (!s || (*s != "DCR" && *s != "CRD")) user_error("{}: mode must be DCR or CRD", n.desc());
+  return *s;
+}
+
+ValueId transposed(OnnxGraphReader& b, const NodeForm& n, ValueId x, std::vector<int64_t> perm) {
+  AttrMap a;
+  a["perm"] = Attribute{std::move(perm)};
+  return add(b, n, OpKind::Transpose, {x}, "transposed", std::move(a));
+}
+
+// DCR: [N, C, H, W] -> [N, b, b, C/b^2, H, W] -> (0, 3, 4, 1, 5, 2) -> [N, C/b^2, H b, W b];
+// CRD: -> [N, C/b^2, b, b, H, W] -> (0, 1, 4, 2, 5, 3) -> the same.
+void depth_to_space(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  int64_t bs = blocksize(n);
+  std::string mode = mode_attr(n);
+  ValueId x = n.inputs[0];
+  Dims d = dims_of(b, n, x);
+  ValueId block = b.constant_i64(n.name + "_block", {bs});
+  ValueId c2 = add(b, n, OpKind::Div, {d.c, b.constant_i64(n.name + "_block2", {bs * bs})}, "depth");
+  ValueId split = mode == "DCR" ? concat(b, n, {d.n, block, block, c2, d.h, d.w})
+                                : concat(b, n, {d.n, c2, block, block, d.h, d.w});
+  ValueId t = transposed(b, n, add(b, n, OpKind::Reshape, {x, split}, "split"),
+                         mode == "DCR" ? std::vector<int64_t>{0, 3, 4, 1, 5, 2} : std::vector<int64_t>{0, 1, 4, 2, 5, 3});
+  ValueId out = concat(b, n, {d.n, c2, add(b, n, OpKind::Mul, {d.h, block}, "height"), add(b, n, OpKind::Mul, {d.w, block}, "width")});
+  add(b, n, OpKind::Reshape, {t, out}, "out", {}, n.outputs[0]);
+}
+
+// [N, C, H, W] -> [N, C, H/b, b, W/b, b] -> DCR (0, 3, 5, 1, 2, 4) or CRD (0, 1, 3, 5, 2, 4)
+// -> [N, C b^2, H/b, W/b]
+void space_to_depth(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  int64_t bs = blocksize(n);
+  std::string mode = mode_attr(n);
+  ValueId x = n.inputs[0];
+  Dims d = dims_of(b, n, x);
+  ValueId block = b.constant_i64(n.name + "_block", {bs});
+  ValueId h = add(b, n, OpKind::Div, {d.h, block}, "height"), w = add(b, n, OpKind::Div, {d.w, block}, "width");
+  ValueId t = transposed(b, n, add(b, n, OpKind::Reshape, {x, concat(b, n, {d.n, d.c, h, block, w, block})}, "split"),
+                         mode == "DCR" ? std::vector<int64_t>{0, 3, 5, 1, 2, 4} : std::vector<int64_t>{0, 1, 3, 5, 2, 4});
+  ValueId depth = add(b, n, OpKind::Mul, {d.c, b.constant_i64(n.name + "_block2", {bs * bs})}, "depth");
+  add(b, n, OpKind::Reshape, {t, concat(b, n, {d.n, depth, h, w})}, "out", {}, n.outputs[0]);
+}
+
+}  // namespace
+
+std::span<const RewriteRow> shape_rewrites() {
+  static constexpr RewriteRow kRows[] = {
+      {"DepthToSpace", depth_to_space},
+      {"SpaceToDepth", space_to_depth},
+  };
+  return kRows;
+}
+
+}  // namespace kiln::rewrites
