@@ -41,6 +41,7 @@ std::string attention_mma_source(const std::string& name, const AttentionSpec& s
 #define D {d}
 #define KT 64            // keys per tile
 #define QT {rows}        // query rows per block, 16 per warp (at most KT: Q's tile is K's)
+#define THREADS {threads}  // the block (blockDim.x)
 #define KPAD (D + 8)     // row pitch of the Q/K tile: the fragment loads of a warp hit 32 distinct banks
 #define VPAD (KT + 8)    // row pitch of the transposed V tile, likewise
 KILN_DEV float kiln_word_to_f32(unsigned short w) {{ return {widen}(w); }}
@@ -57,27 +58,50 @@ KILN_DEV void kiln_mma(float* acc, const unsigned* a, unsigned b0, unsigned b1) 
 KILN_DEV unsigned kiln_pair(const unsigned short* p) {{ return *(const unsigned*)p; }}
 // Rows [r0, r0 + ROWS) of one operand ([s, d] with strides rs, ds from element `base`) into a
 // [ROWS][KPAD] tile, or transposed into [D][VPAD]; rows past n are zeros. vec: every d stride 1 and every
-// offset a multiple of 8 elements (16 bytes), so eight elements move as one uint4.
+// offset a multiple of 8 elements (16 bytes), so eight elements move as one uint4. Each thread issues
+// its loads in batches of 8 before it stores any: a one-warp block would otherwise wait out a memory
+// round trip per element group.
 template <int ROWS, bool kTransposed>
 KILN_DEV void kiln_load_tile(const unsigned short* __restrict__ src, long long base, long long rs, long long ds,
                              long long r0, long long n, bool vec, unsigned short* tile) {{
+  static_assert(ROWS * (D / 8) % THREADS == 0 && ROWS * D % THREADS == 0, "a tile is whole loads a thread");
   if (vec) {{
-    for (int e = threadIdx.x; e < ROWS * (D / 8); e += blockDim.x) {{
-      const int r = e / (D / 8), d8 = (e % (D / 8)) * 8;
-      uint4 w = make_uint4(0u, 0u, 0u, 0u);
-      if (r0 + r < n) w = *(const uint4*)(src + base + (r0 + r) * rs + d8);
-      if (kTransposed) {{
-        const unsigned short* h = (const unsigned short*)&w;
-        for (int i = 0; i < 8; ++i) tile[(d8 + i) * VPAD + r] = h[i];
-      }} else {{
-        *(uint4*)(tile + r * KPAD + d8) = w;
+    constexpr int kPer = ROWS * (D / 8) / THREADS;  // uint4 a thread (exact: D is a multiple of 16)
+    for (int b0 = 0; b0 < kPer; b0 += 8) {{
+      uint4 w[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {{
+        const int e = threadIdx.x + (b0 + i) * THREADS, r = e / (D / 8), d8 = (e % (D / 8)) * 8;
+        w[i] = make_uint4(0u, 0u, 0u, 0u);
+        if (b0 + i < kPer && r0 + r < n) w[i] = *(const uint4*)(src + base + (r0 + r) * rs + d8);
+      }}
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {{
+        if (b0 + i >= kPer) break;
+        const int e = threadIdx.x + (b0 + i) * THREADS, r = e / (D / 8), d8 = (e % (D / 8)) * 8;
+        if (kTransposed) {{
+          const unsigned short* h = (const unsigned short*)&w[i];
+          for (int j = 0; j < 8; ++j) tile[(d8 + j) * VPAD + r] = h[j];
+        }} else {{
+          *(uint4*)(tile + r * KPAD + d8) = w[i];
+        }}
       }}
     }}
   }} else {{
-    for (int e = threadIdx.x; e < ROWS * D; e += blockDim.x) {{
-      const int r = e / D, d = e % D;
-      const unsigned short w = r0 + r < n ? src[base + (r0 + r) * rs + d * ds] : (unsigned short)0;
-      tile[kTransposed ? d * VPAD + r : r * KPAD + d] = w;
+    constexpr int kPer = ROWS * D / THREADS;  // elements a thread (exact)
+    for (int b0 = 0; b0 < kPer; b0 += 8) {{
+      unsigned short w[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {{
+        const int e = threadIdx.x + (b0 + i) * THREADS, r = e / D, d = e % D;
+        w[i] = b0 + i < kPer && r0 + r < n ? src[base + (r0 + r) * rs + d * ds] : (unsigned short)0;
+      }}
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {{
+        if (b0 + i >= kPer) break;
+        const int e = threadIdx.x + (b0 + i) * THREADS, r = e / D, d = e % D;
+        tile[kTransposed ? d * VPAD + r : r * KPAD + d] = w[i];
+      }}
     }}
   }}
 }}
