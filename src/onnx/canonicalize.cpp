@@ -73,6 +73,22 @@ int64_t NodeForm::int_attr(const char* attr, int64_t def) const {
   return *v;
 }
 
+double NodeForm::float_attr(const char* attr, double def) const {
+  auto it = attrs.find(attr);
+  if (it == attrs.end()) return def;
+  const auto* v = std::get_if<double>(&it->second.value);
+  if (!v) user_error("{}: attribute '{}' must be a float", desc(), attr);
+  return *v;
+}
+
+std::string NodeForm::string_attr(const char* attr, const std::string& def) const {
+  auto it = attrs.find(attr);
+  if (it == attrs.end()) return def;
+  const auto* s = std::get_if<std::string>(&it->second.value);
+  if (!s) user_error("{}: attribute '{}' must be a string", desc(), attr);
+  return *s;
+}
+
 void NodeForm::attr_to_input(OnnxGraphReader& b, const char* attr, size_t index) {
   auto it = attrs.find(attr);
   if (it == attrs.end()) return;

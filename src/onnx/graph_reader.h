@@ -79,6 +79,8 @@ struct NodeForm {
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != kNoValue; }
   bool has_output(size_t i) const { return i < outputs.size() && !outputs[i].empty(); }
   int64_t int_attr(const char* attr, int64_t def) const;
+  double float_attr(const char* attr, double def) const;
+  std::string string_attr(const char* attr, const std::string& def) const;
   // Moves a list-of-integers attribute to input `index` as a constant 1-D i64 tensor.
   void attr_to_input(OnnxGraphReader& b, const char* attr, size_t index);
   // Moves a float attribute to input `index` as a scalar of input 0's element type.

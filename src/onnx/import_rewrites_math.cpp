@@ -12,14 +12,6 @@
 namespace kiln::rewrites {
 namespace {
 
-double float_attr(const NodeForm& n, const char* attr, double def) {
-  auto it = n.attrs.find(attr);
-  if (it == n.attrs.end()) return def;
-  const auto* v = std::get_if<double>(&it->second.value);
-  if (!v) user_error("{}: attribute '{}' must be a float", n.desc(), attr);
-  return *v;
-}
-
 // A small builder over one node's rewrite: every value it adds is named after the node.
 struct Body {
   OnnxGraphReader& b;
@@ -46,7 +38,7 @@ AttrMap one_attr(const char* name, Attribute a) {
 
 void swish(OnnxGraphReader& r, NodeForm& n) {
   Body f(r, n);
-  double alpha = float_attr(n, "alpha", 1.0);
+  double alpha = n.float_attr("alpha", 1.0);
   ValueId s = f.op(OpKind::Sigmoid, {alpha == 1.0 ? f.x : f.op(OpKind::Mul, {f.x, f.c(alpha)})});
   f.out(OpKind::Mul, {f.x, s});
 }
@@ -75,14 +67,14 @@ void gelu(OnnxGraphReader& r, NodeForm& n) {
 
 void selu(OnnxGraphReader& r, NodeForm& n) {
   Body f(r, n);
-  ValueId elu = f.op(OpKind::Elu, {f.x}, one_attr("alpha", Attribute{float_attr(n, "alpha", 1.67326319217681884765625)}));
-  f.out(OpKind::Mul, {elu, f.c(float_attr(n, "gamma", 1.05070102214813232421875))});
+  ValueId elu = f.op(OpKind::Elu, {f.x}, one_attr("alpha", Attribute{n.float_attr("alpha", 1.67326319217681884765625)}));
+  f.out(OpKind::Mul, {elu, f.c(n.float_attr("gamma", 1.05070102214813232421875))});
 }
 
 // max(0, x) + min(0, alpha (exp(x / alpha) - 1)) = alpha Elu(x / alpha)
 void celu(OnnxGraphReader& r, NodeForm& n) {
   Body f(r, n);
-  double alpha = float_attr(n, "alpha", 1.0);
+  double alpha = n.float_attr("alpha", 1.0);
   if (alpha == 0) user_error("{}: alpha must not be 0", n.desc());
   ValueId elu = f.op(OpKind::Elu, {f.op(OpKind::Div, {f.x, f.c(alpha)})});
   f.out(OpKind::Mul, {elu, f.c(alpha)});
@@ -90,7 +82,7 @@ void celu(OnnxGraphReader& r, NodeForm& n) {
 
 void thresholded_relu(OnnxGraphReader& r, NodeForm& n) {
   Body f(r, n);
-  f.out(OpKind::Where, {f.op(OpKind::Greater, {f.x, f.c(float_attr(n, "alpha", 1.0))}), f.x, f.c(0)});
+  f.out(OpKind::Where, {f.op(OpKind::Greater, {f.x, f.c(n.float_attr("alpha", 1.0))}), f.x, f.c(0)});
 }
 
 void softsign(OnnxGraphReader& r, NodeForm& n) {
@@ -101,7 +93,7 @@ void softsign(OnnxGraphReader& r, NodeForm& n) {
 // x < -lambd: x + bias; x > lambd: x - bias; else 0
 void shrink(OnnxGraphReader& r, NodeForm& n) {
   Body f(r, n);
-  double bias = float_attr(n, "bias", 0.0), lambd = float_attr(n, "lambd", 0.5);
+  double bias = n.float_attr("bias", 0.0), lambd = n.float_attr("lambd", 0.5);
   ValueId high = f.op(OpKind::Where, {f.op(OpKind::Greater, {f.x, f.c(lambd)}), f.op(OpKind::Sub, {f.x, f.c(bias)}), f.c(0)});
   f.out(OpKind::Where, {f.op(OpKind::Less, {f.x, f.c(-lambd)}), f.op(OpKind::Add, {f.x, f.c(bias)}), high});
 }

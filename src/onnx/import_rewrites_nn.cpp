@@ -10,22 +10,6 @@
 namespace kiln::rewrites {
 namespace {
 
-std::string string_attr(const NodeForm& n, const char* attr, const std::string& def) {
-  auto it = n.attrs.find(attr);
-  if (it == n.attrs.end()) return def;
-  const auto* s = std::get_if<std::string>(&it->second.value);
-  if (!s) user_error("{}: attribute '{}' must be a string", n.desc(), attr);
-  return *s;
-}
-
-double float_attr(const NodeForm& n, const char* attr, double def) {
-  auto it = n.attrs.find(attr);
-  if (it == n.attrs.end()) return def;
-  const auto* v = std::get_if<double>(&it->second.value);
-  if (!v) user_error("{}: attribute '{}' must be a float", n.desc(), attr);
-  return *v;
-}
-
 ValueId float_scalar(OnnxGraphReader& b, const std::string& base, DType t, double v) {
   Tensor c = t == DType::f64 ? Tensor::scalar(DType::f64, v) : Tensor::scalar(DType::f32, static_cast<float>(v));
   return b.graph().add_constant(b.unique_name(base), std::move(c));
@@ -34,7 +18,7 @@ ValueId float_scalar(OnnxGraphReader& b, const std::string& base, DType t, doubl
 // loss[n, d...] = -input[n, target[n, d...], d...] * weight[target[n, d...]], 0 where target is
 // ignore_index; reduced by 'reduction' (mean: divided by the sum of the weights used).
 void nll(OnnxGraphReader& b, const NodeForm& n, ValueId input, ValueId target, ValueId weight, const std::string& out) {
-  std::string reduction = string_attr(n, "reduction", "mean");
+  std::string reduction = n.string_attr("reduction", "mean");
   if (reduction != "none" && reduction != "sum" && reduction != "mean")
     user_error("{}: reduction '{}' is not one of none, sum, mean", n.desc(), reduction);
   ValueId t = target, keep = kNoValue;
@@ -113,7 +97,7 @@ void rms_normalization(OnnxGraphReader& b, NodeForm& n) {
   keep["keepdims"] = Attribute{int64_t{1}};
   ValueId ms = add(b, n, OpKind::ReduceMean, {add(b, n, OpKind::Mul, {xs, xs}, "square"), axes}, "mean_square",
                    std::move(keep));
-  ValueId eps = float_scalar(b, n.name + "_epsilon", ct, float_attr(n, "epsilon", 1e-5));
+  ValueId eps = float_scalar(b, n.name + "_epsilon", ct, n.float_attr("epsilon", 1e-5));
   ValueId rms = add(b, n, OpKind::Sqrt, {add(b, n, OpKind::Add, {ms, eps}, "mean_square_eps")}, "rms");
   ValueId normed = add(b, n, OpKind::Div, {xs, rms}, "normalized");
   if (widen) normed = add(b, n, OpKind::CastLike, {normed, x}, "normalized_cast");
@@ -137,7 +121,7 @@ void instance_normalization(OnnxGraphReader& b, NodeForm& n) {
   ValueId mean = add(b, n, OpKind::ReduceMean, {x, axes}, "mean", keep);
   ValueId centred = add(b, n, OpKind::Sub, {x, mean}, "centred");
   ValueId var = add(b, n, OpKind::ReduceMean, {add(b, n, OpKind::Mul, {centred, centred}, "square"), axes}, "var", keep);
-  ValueId eps = b.scalar_like(n.name + "_epsilon", float_attr(n, "epsilon", 1e-5), x);
+  ValueId eps = b.scalar_like(n.name + "_epsilon", n.float_attr("epsilon", 1e-5), x);
   ValueId normed = add(b, n, OpKind::Div, {centred, add(b, n, OpKind::Sqrt, {add(b, n, OpKind::Add, {var, eps}, "var_eps")}, "std")}, "normalized");
   ValueId shape = b.constant_i64(n.name + "_channel_shape", per_channel);
   ValueId scale = add(b, n, OpKind::Reshape, {n.inputs[1], shape}, "scale");

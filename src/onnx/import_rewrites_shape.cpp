@@ -33,11 +33,9 @@ int64_t blocksize(const NodeForm& n) {
 }
 
 std::string mode_attr(const NodeForm& n) {
-  auto it = n.attrs.find("mode");
-  if (it == n.attrs.end()) return "DCR";
-  const auto* s = std::get_if<std::string>(&it->second.value);
-  if (!s || (*s != "DCR" && *s != "CRD")) user_error("{}: mode must be DCR or CRD", n.desc());
-  return *s;
+  std::string mode = n.string_attr("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") user_error("{}: mode must be DCR or CRD", n.desc());
+  return mode;
 }
 
 ValueId transposed(OnnxGraphReader& b, const NodeForm& n, ValueId x, std::vector<int64_t> perm) {

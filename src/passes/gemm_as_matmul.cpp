@@ -109,9 +109,7 @@ int gemm_as_matmul(Graph& g) {
       nodes.push_back(Node{OpKind::MatMul, gemm.name, {x, w}, {result}, {}, -1});
     } else {
       const Tensor& c = *constant_of(g, gemm.inputs[2]);
-      Tensor bias = c.clone();
-      bias = bias.reshaped({c.numel()});
-      const ValueId cv = g.add_constant(gemm.name + "/bias", std::move(bias));
+      const ValueId cv = g.add_constant(gemm.name + "/bias", c.reshaped({c.numel()}).clone());
       const ValueId product = g.add_value(gemm.name + "/product", type);
       nodes.push_back(Node{OpKind::MatMul, gemm.name, {x, w}, {product}, {}, -1});
       nodes.push_back(Node{OpKind::Add, gemm.name + "/bias_add", {product, cv}, {result}, {}, -1});
