@@ -23,6 +23,9 @@ int infer_shapes(Graph& g, const Options& options, bool fold) {
     if (count < def->min_inputs || (def->max_inputs >= 0 && count > def->max_inputs))
       user_error("{}: has {} inputs, expected {}..{}", g.describe(n), count, def->min_inputs,
                  def->max_inputs < 0 ? std::string("any") : std::to_string(def->max_inputs));
+    // Every operator makes at least one output; a node without any would reach kernels that write
+    // out[0] when its inputs are constant (found by fuzzing).
+    if (n.outputs.empty()) user_error("{}: has no outputs", g.describe(n));
     std::vector<const TensorType*> types;
     std::vector<const Tensor*> vals;
     for (ValueId v : n.inputs) {
