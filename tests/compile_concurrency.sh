@@ -10,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 export KILN_CACHE_DIR="$work/cache"
 pids=()
 for i in 1 2 3 4 5 6 7 8; do
-  "$kiln" run "$@" --mode compiled --seed 3 --dim seq=24 --output-dir "$work/out$i" >"$work/log$i" 2>&1 &
+  "$kiln" run "$@" --iters 1 --warmup 0 --mode compiled --seed 3 --dim seq=24 --output-dir "$work/out$i" >"$work/log$i" 2>&1 &
   pids+=($!)
 done
 failures=0
@@ -28,7 +28,7 @@ for i in 2 3 4 5 6 7 8; do
   fi
 done
 [ $failures -eq 0 ] || exit 1
-KILN_DEBUG=codegen "$kiln" run "$@" --mode compiled --seed 3 --dim seq=24 --output-dir "$work/warm" >"$work/warm.log" 2>&1 || {
+KILN_DEBUG=codegen "$kiln" run "$@" --iters 1 --warmup 0 --mode compiled --seed 3 --dim seq=24 --output-dir "$work/warm" >"$work/warm.log" 2>&1 || {
   echo "FAIL warm run: $(head -c 400 "$work/warm.log")"; exit 1; }
 if grep -q "\[codegen\] compile" "$work/warm.log"; then
   echo "FAIL the warm run compiled kernels again:"; grep "\[codegen\] compile" "$work/warm.log" | head -3; exit 1

@@ -13,11 +13,11 @@ if ! command -v node >/dev/null || [ ! -d "$build/ort/node_modules/onnxruntime-n
 fi
 /usr/bin/python3 "$root/scripts/make_zoo_weights.py" "$model" "$work"
 rm -rf "$work/inputs" "$work/eager" "$work/compiled" "$work/reference" "$work/ort"
-"$kiln" run "$work/$model.onnx" "$@" --seed 1 --threads 2 --save-inputs "$work/inputs" --output-dir "$work/eager"
+"$kiln" run "$work/$model.onnx" "$@" --iters 1 --warmup 0 --seed 1 --threads 2 --save-inputs "$work/inputs" --output-dir "$work/eager"
 feeds=()
 for f in "$work"/inputs/*.npy; do feeds+=("--input" "$(basename "$f" .npy)=$f"); done
-"$kiln" run "$work/$model.onnx" --mode reference "${feeds[@]}" --output-dir "$work/reference" > /dev/null
-"$kiln" run "$work/$model.onnx" --mode compiled --threads 2 "${feeds[@]}" --output-dir "$work/compiled"
+"$kiln" run "$work/$model.onnx" --iters 1 --warmup 0 --mode reference "${feeds[@]}" --output-dir "$work/reference" > /dev/null
+"$kiln" run "$work/$model.onnx" --iters 1 --warmup 0 --mode compiled --threads 2 "${feeds[@]}" --output-dir "$work/compiled"
 ort_feeds=()
 for f in "$work"/inputs/*.npy; do ort_feeds+=("$(basename "$f" .npy)=$f"); done
 KILN_ORT_DIR="$build/ort" node "$root/scripts/ort_run.js" "$work/$model.onnx" "$work/ort" --threads 2 "${ort_feeds[@]}" > /dev/null

@@ -126,7 +126,7 @@ json sweeps_for_report(const BenchArgs& a, const Options& options) {
 }
 
 int run(const BenchArgs& a, Options options) {
-  if (!a.device.empty()) options.device = a.device;
+  if (!a.device.empty()) options.set("device", a.device);
   const bool on_device = options.device != "cpu";
   if (a.iters < 1) user_error("--iters must be at least 1");
   if (a.warmup < 0) user_error("--warmup must be >= 0");

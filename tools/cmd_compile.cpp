@@ -24,7 +24,9 @@ int run(const CompileArgs& a, Options options) {
   if (a.explain) options.debug += options.debug.empty() ? "route,fusion" : ",route,fusion";
   auto start = std::chrono::steady_clock::now();
   Graph graph = import_onnx(a.model, options);
-  std::map<std::string, int64_t> dims = resolve_dims(graph, {}, parse_dims(a.dims));
+  std::map<std::string, int64_t> dims = parse_dims(a.dims);
+  check_dims_known(graph, dims);
+  dims = resolve_dims(graph, {}, dims);
   Session session = Session::from_graph(std::move(graph), Mode::compiled, options, dims);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   RunStats s = session.stats();

@@ -49,9 +49,11 @@ int run(const ProfileArgs& a, Options options) {
   if (a.iters < 1) user_error("--iters must be at least 1");
   if (a.warmup < 0) user_error("--warmup must be >= 0");
   apply_threads(options, a.threads);
-  if (!a.device.empty()) options.device = a.device;
+  if (!a.device.empty()) options.set("device", a.device);
   Graph graph = a.model.empty() ? demo_transformer() : import_onnx(a.model, options);
-  std::map<std::string, int64_t> dims = resolve_dims(graph, {}, parse_dims(a.dims));
+  std::map<std::string, int64_t> dims = parse_dims(a.dims);
+  check_dims_known(graph, dims);
+  dims = resolve_dims(graph, {}, dims);
   if (options.device != "cpu") return profile_on_device(a, options, std::move(graph), dims);
   Session eager = Session::from_graph(Graph(graph), Mode::eager, options, dims);
   Session compiled = Session::from_graph(std::move(graph), Mode::compiled, options, dims);

@@ -1,6 +1,7 @@
 // kiln run MODEL.onnx: load, prepare, run, time, write outputs.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -27,11 +28,21 @@ struct RunArgs {
   std::vector<std::string> inputs, dims;
   uint64_t seed = 0;
   std::string output_dir, save_inputs, dump_dir;
-  int iters = 1;
-  int warmup = 0;
+  int iters = 0;   // 0: as many as fit in kAutoItersBudgetMs, from 1 to kAutoItersMax
+  int warmup = 1;
   int64_t threads = 0;
   bool json = false;
 };
+
+// The default timing: enough runs for a steady median, without making one slow model's run take long.
+constexpr int kAutoItersMax = 20;
+constexpr double kAutoItersBudgetMs = 1000;
+
+// The value at fraction q of sorted `times` (nearest rank).
+double percentile(const std::vector<double>& times, double q) {
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(times.size())));
+  return times[std::clamp<size_t>(rank, 1, times.size()) - 1];
+}
 
 Mode parse_mode(const std::string& m) {
   if (m == "eager") return Mode::eager;
@@ -58,15 +69,16 @@ std::string safe_file_name(const std::string& name) {
 int run(const RunArgs& a, Options options) {
   apply_threads(options, a.threads);
   if (!a.dump_dir.empty()) options.dump_dir = a.dump_dir;
-  if (!a.device.empty()) options.device = a.device;
-  if (!a.precision.empty()) options.precision = a.precision;
-  if (a.iters < 1) user_error("--iters must be at least 1");
+  if (!a.device.empty()) options.set("device", a.device);  // held to the settings table's values
+  if (!a.precision.empty()) options.set("precision", a.precision);
+  if (a.iters < 0) user_error("--iters must be at least 1 (or 0: as many as fit in a second, up to {})", kAutoItersMax);
   if (a.warmup < 0) user_error("--warmup must be >= 0");
   Mode mode = parse_mode(a.mode);
 
   std::map<std::string, Tensor> given;
   for (const auto& item : a.inputs) {
     auto [name, path] = split_assignment(item, "--input");
+    if (given.count(name)) user_error("--input {}: given twice", name);
     given[name] = read_input_file(path, options);
   }
   std::map<std::string, int64_t> dims = parse_dims(a.dims);
@@ -77,6 +89,7 @@ int run(const RunArgs& a, Options options) {
     for (ValueId id : graph.inputs) known = known || graph.value(id).name == name;
     if (!known) user_error("--input {}: the model has no input of that name", name);
   }
+  check_dims_known(graph, dims);
   dims = resolve_dims(graph, given, dims);
   auto t0 = std::chrono::steady_clock::now();
   Session session = Session::from_graph(std::move(graph), mode, options, dims);
@@ -95,11 +108,16 @@ int run(const RunArgs& a, Options options) {
   std::vector<double> times;
   std::map<std::string, Tensor> outputs;
   for (int i = 0; i < a.warmup; ++i) session.run(run_inputs);
-  for (int i = 0; i < a.iters; ++i) {
+  const int max_iters = a.iters > 0 ? a.iters : kAutoItersMax;
+  double spent_ms = 0;
+  for (int i = 0; i < max_iters; ++i) {
     auto start = std::chrono::steady_clock::now();
     outputs = session.run(run_inputs);
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    spent_ms += times.back();
+    if (a.iters == 0 && spent_ms >= kAutoItersBudgetMs) break;
   }
+  const int iters = static_cast<int>(times.size());
   outputs = session.to_host(outputs);
   std::sort(times.begin(), times.end());
   double median = times.size() % 2 ? times[times.size() / 2]
@@ -124,8 +142,11 @@ int run(const RunArgs& a, Options options) {
     j["device"] = options.device;
     j["precision"] = mode == Mode::reference ? "fp64" : options.precision;
     j["threads"] = omp_get_max_threads();
-    j["iters"] = a.iters;
+    j["iters"] = iters;
+    j["warmup"] = a.warmup;
     j["latency_ms"] = median;
+    j["latency_p90_ms"] = percentile(times, 0.9);
+    j["latency_p99_ms"] = percentile(times, 0.99);
     j["latency_min_ms"] = times.front();
     j["latency_max_ms"] = times.back();
     j["prepare_ms"] = prepare_ms;
@@ -159,8 +180,9 @@ int run(const RunArgs& a, Options options) {
     std::printf("output %s: %s%s%s\n", info.name.c_str(), std::string(dtype_name(t.dtype())).c_str(),
                 t.shape_string().c_str(), files.count(info.name) ? (" -> " + files[info.name]).c_str() : "");
   }
-  std::printf("latency: median %.3f ms over %d iteration%s (min %.3f, max %.3f)\n", median, a.iters,
-              a.iters == 1 ? "" : "s", times.front(), times.back());
+  std::printf("latency: median %.3f ms over %d iteration%s after %d warm-up (p90 %.3f, p99 %.3f, min %.3f, max %.3f)\n",
+              median, iters, iters == 1 ? "" : "s", a.warmup, percentile(times, 0.9), percentile(times, 0.99),
+              times.front(), times.back());
   if (options.device != "cpu")
     std::printf("graph captures: %d (the first run launches each kernel, the second captures, later runs replay)\n",
                 session.stats().graph_captures);
@@ -183,8 +205,9 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "seed for generated inputs");
   cmd->add_option("--output-dir", args->output_dir, "write each output as NAME.npy here");
   cmd->add_option("--save-inputs", args->save_inputs, "write the inputs used (given or generated) as NAME.npy here");
-  cmd->add_option("--iters", args->iters, "timed iterations (the median is reported)");
-  cmd->add_option("--warmup", args->warmup, "untimed runs before the timed ones");
+  cmd->add_option("--iters", args->iters,
+                  "timed iterations (median, p90, p99 reported; default 0: as many as fit in a second, up to 20)");
+  cmd->add_option("--warmup", args->warmup, "untimed runs before the timed ones (default 1)");
   cmd->add_option("--threads", args->threads, "worker threads (default: every core)");
   cmd->add_flag("--json", args->json, "print one JSON object instead of text");
   cmd->add_option("--dump-dir", args->dump_dir, "write the IR after every step and each generated kernel here");

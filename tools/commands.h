@@ -23,6 +23,8 @@ Command add_compile_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_profile_command(CLI::App& app);
 
+// `kiln --version`: kiln's version and commit, the libraries it was built with.
+std::string version_text();
 // "NAME=VALUE" splitting for --dim / --input / --set; a malformed item is a user error.
 std::pair<std::string, std::string> split_assignment(const std::string& item, const char* flag);
 // --dim SYMBOL=SIZE items; a malformed one is a user error.

@@ -23,7 +23,7 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& items)
     char* end = nullptr;
     long long v = std::strtoll(value.c_str(), &end, 10);
     if (value.empty() || *end != '\0' || v < 0) user_error("--dim {}: size must be a non-negative integer", item);
-    dims[name] = v;
+    if (!dims.emplace(name, v).second) user_error("--dim {}: given twice", name);
   }
   return dims;
 }
@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   using namespace kiln;
   CLI::App app{"kiln: a compiler for machine-learning models"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] { return tools::version_text(); }, "print kiln's version, commit and libraries");
   app.fallthrough();  // --set may come after the subcommand too
   std::vector<std::string> settings;
   app.add_option("--set", settings, "override a setting, NAME=VALUE (see `kiln settings`)");
@@ -64,8 +65,12 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "kiln: error: %s (kiln --help lists the commands)\n", e.what());
+    // The pointer to --help only where the command itself was missing or unknown.
+    const bool no_command = app.get_subcommands().empty();
+    std::fprintf(stderr, "kiln: error: %s%s\n", e.what(), no_command ? " (kiln --help lists the commands)" : "");
     return 1;
   }
   try {

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "support/error.h"
 
 namespace kiln {
@@ -34,12 +36,32 @@ int64_t gather_rows(const Graph& g, ValueId input) {
 
 std::map<std::string, int64_t> resolve_dims(const Graph& g, const std::map<std::string, Tensor>& given,
                                             std::map<std::string, int64_t> dims) {
+  std::map<std::string, std::string> origin;  // where each size came from, for the messages
+  for (const auto& [symbol, size] : dims) origin[symbol] = fmt::format("--dim {}={}", symbol, size);
   for (ValueId id : g.inputs) {
     const Value& v = g.value(id);
     auto it = given.find(v.name);
-    if (it == given.end() || it->second.rank() != v.type.rank()) continue;
-    for (size_t i = 0; i < v.type.shape.size(); ++i)
-      if (!v.type.shape[i].is_static()) dims.emplace(v.type.shape[i].symbol, it->second.shape()[i]);
+    if (it == given.end()) continue;
+    const Tensor& t = it->second;
+    // Checked here, before the symbols are read from it: a tensor of another rank says nothing of them.
+    if (t.rank() != v.type.rank())
+      user_error("input '{}': the model expects rank {} ({}), the given tensor has shape {}", v.name, v.type.rank(),
+                 type_string(v.type), t.shape_string());
+    for (size_t i = 0; i < v.type.shape.size(); ++i) {
+      const Dim& d = v.type.shape[i];
+      const int64_t got = t.shape()[i];
+      if (d.is_static()) {
+        if (got != d.value)
+          user_error("input '{}': dimension {} must be {} ({}), the given tensor has shape {}", v.name, i, d.value,
+                     type_string(v.type), t.shape_string());
+        continue;
+      }
+      auto [known, fresh] = dims.emplace(d.symbol, got);
+      if (fresh) origin[d.symbol] = fmt::format("input '{}'", v.name);
+      else if (known->second != got)
+        user_error("input '{}': dimension {} ('{}') is {}, but {} gives {} = {}", v.name, i, d.symbol, got,
+                   origin[d.symbol], d.symbol, known->second);
+    }
   }
   std::vector<std::string> missing;
   for (ValueId id : g.inputs)
@@ -55,6 +77,21 @@ std::map<std::string, int64_t> resolve_dims(const Graph& g, const std::map<std::
                "for example --dim {}=1)", list, missing.front());
   }
   return dims;
+}
+
+void check_dims_known(const Graph& g, const std::map<std::string, int64_t>& dims) {
+  std::vector<std::string> symbols;
+  for (ValueId id : g.inputs)
+    for (const Dim& d : g.value(id).type.shape)
+      if (!d.is_static() && std::find(symbols.begin(), symbols.end(), d.symbol) == symbols.end())
+        symbols.push_back(d.symbol);
+  for (const auto& [name, size] : dims) {
+    if (std::find(symbols.begin(), symbols.end(), name) != symbols.end()) continue;
+    std::string list;
+    for (const auto& s : symbols) list += (list.empty() ? "" : ", ") + s;
+    user_error("--dim {}={}: the model's inputs have no dimension '{}' ({})", name, size, name,
+               symbols.empty() ? std::string("they have only fixed sizes") : "their symbols: " + list);
+  }
 }
 
 std::map<std::string, Tensor> make_inputs(const Graph& g, const std::map<std::string, Tensor>& given, uint64_t seed) {

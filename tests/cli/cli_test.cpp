@@ -69,7 +69,7 @@ TEST(Cli, SavedInputsReproduceOutputs) {
 
 TEST(Cli, UserErrorsExitOneWithAMessage) {
   for (const std::string& args : {std::string("run /nonexistent/model.onnx"), std::string("run --mode fast"),
-                                  std::string("run --iters 0"), std::string("run --dim seq=-3"),
+                                  std::string("run --iters -1"), std::string("run --dim seq=-3"),
                                   std::string("run --input nope=/tmp/x.npy"), std::string("run --set nope=1")}) {
     Result r = kiln(args);
     EXPECT_EQ(r.code, 1) << args << "\n" << r.out;

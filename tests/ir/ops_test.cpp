@@ -24,9 +24,11 @@ TEST(Settings, EnvironmentAndSet) {
   EXPECT_EQ(o.max_rank, 8);
   EXPECT_THROW(o.set("max_rank", "eight"), std::exception);
   EXPECT_THROW(o.set("no_such_setting", "1"), std::exception);
-  o.set("debug", "ir,shapes");
-  EXPECT_TRUE(o.debug_on("shapes"));
-  EXPECT_FALSE(o.debug_on("exec"));
+  o.set("debug", "ir,fusion");
+  EXPECT_TRUE(o.debug_on("fusion"));
+  EXPECT_FALSE(o.debug_on("ops"));
+  EXPECT_THROW(o.set("debug", "ir,shapes"), std::exception);  // no such channel
+  EXPECT_TRUE(o.debug_on("fusion"));                           // and the refused value left it alone
   EXPECT_FALSE(settings_table().empty());
 }
 

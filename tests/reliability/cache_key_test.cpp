@@ -58,6 +58,16 @@ std::optional<std::string> other_path_to_compiler(const std::string& cxx) {
 // are listed by name; the rest get one by type. nullopt: none known (the test then asks for one).
 std::optional<std::string> explicit_alternate(const std::string& name, const Options& defaults) {
   if (name == "cxx") return other_path_to_compiler(defaults.cxx);
+  // A setting with a list of accepted words: the first word that is not its default.
+  for (const SettingInfo& s : settings_table()) {
+    if (s.name != name) continue;
+    std::string accepted = s.accepted;
+    size_t colon = accepted.find(": ");
+    if (colon == std::string::npos) return std::nullopt;
+    std::stringstream words(accepted.substr(colon + 2));
+    for (std::string w; words >> w;)
+      if (w != s.default_value && !w.ends_with(":N")) return w;
+  }
   return std::nullopt;
 }
 std::optional<std::string> alternate_by_type(int64_t v) { return std::to_string(v == INT64_MAX ? v - 1 : v + 1); }
@@ -74,7 +84,7 @@ struct Setting {
 std::vector<Setting> all_settings() {
   const Options defaults;
   std::vector<Setting> r;
-#define KILN_SETTING(name, type, def, env, affects_code, help)                                  \
+#define KILN_SETTING(name, type, def, env, affects_code, accepted, help)                                \
   {                                                                                            \
     std::optional<std::string> alt = explicit_alternate(#name, defaults);                      \
     r.push_back({#name, affects_code, alt ? alt : alternate_by_type(defaults.name)});          \
