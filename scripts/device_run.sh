@@ -6,7 +6,9 @@
 #   scripts/device_run.sh run [MODELS]   there: the CUDA tests, then each zoo model (default: all) on the
 #                                         GPU in fp32 against the CPU (kiln compare: the accuracy rule, the
 #                                         CPU's fp64 reference as the oracle) and timed beside it, then
-#                                         compute-sanitizer's memcheck over the tests; results under $OUT.
+#                                         compute-sanitizer over the tests (memcheck: KILN_DEVICE_MEMCHECK_S
+#                                         per binary, default 240; racecheck of the shared-memory kernels:
+#                                         KILN_DEVICE_RACECHECK_S, default 150; 0 skips); results under $OUT.
 #                                         KILN_DEVICE_TORCH=fp32 also times PyTorch (scripts/torch_peer.py:
 #                                         eager, torch.compile default and reduce-overhead) in the same call.
 #                                         KILN_DEVICE_PRECISIONS="bf16 fp16" (default bf16) also runs each
@@ -39,6 +41,20 @@ pack() {
   # The device tool carries at most 64 MiB: xz brings the ~90 MB down to about a fifth.
   tar -C "$BIN" -cf - . | xz -T0 -6 > .dev/bundle.tar.xz
   du -sh .dev/bundle.tar.xz
+}
+
+# sanitize TOOL SECONDS BINARY FILTER: one compute-sanitizer run, its log under $out/TOOL-BINARY.txt.
+sanitize() {
+  local tool=$1 seconds=$2 binary=$3 filter=$4 log="$out/$1-$3.txt" rc=0
+  (cd /tmp && timeout "$seconds" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 \
+    "$BIN/$binary" --gtest_brief=1 --gtest_filter="$filter") > "$log" 2>&1 || rc=$?
+  case $rc in
+    0) echo "$tool $binary ($filter): clean" ;;
+    124) echo "$tool $binary ($filter): cut short after ${seconds} s (what ran is in the log)" ;;
+    9) echo "$tool $binary ($filter): ERRORS" ;;
+    *) echo "$tool $binary ($filter): tests FAILED (rc $rc)" ;;
+  esac
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  PASSED|^\[  FAILED" "$log" | tail -3 | sed 's/^/    /' || true
 }
 
 run() {
@@ -111,10 +127,17 @@ run() {
       --dtypes "${KILN_DEVICE_TORCH:-fp32}" --modes eager,default,reduce-overhead \
       --budget "$(( ${KILN_DEVICE_TORCH_S:-300} - 20 ))" --out "$out/torch" 2>&1 | tail -20
   fi
-  if [ "${KILN_DEVICE_MEMCHECK_S:-240}" -gt 0 ]; then  # last: the slowest part, cut at its time limit
-    timeout "${KILN_DEVICE_MEMCHECK_S:-240}" compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$BIN/test_cuda" \
-      --gtest_brief=1 > "$out/memcheck.txt" 2>&1 && echo "memcheck: clean" || echo "memcheck: FAILED or cut short (rc $?)"
-    grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/memcheck.txt" | tail -3 || true
+  # compute-sanitizer last: the slowest part, each run cut at its time limit (a cut run says so). memcheck
+  # over both test binaries (every kernel, the session's graphs and copies); racecheck over the tests
+  # whose kernels share memory between threads (the row kernels' block reductions, attention's tiles).
+  local memcheck_s=${KILN_DEVICE_MEMCHECK_S:-240} racecheck_s=${KILN_DEVICE_RACECHECK_S:-150}
+  if [ "$memcheck_s" -gt 0 ]; then
+    sanitize memcheck "$memcheck_s" test_cuda "*"
+    sanitize memcheck "$memcheck_s" test_cuda_session "*"
+  fi
+  if [ "$racecheck_s" -gt 0 ]; then
+    sanitize racecheck "$racecheck_s" test_cuda "CudaRowGpu.*"
+    sanitize racecheck "$racecheck_s" test_cuda_session "CudaAttention.*"
   fi
 }
 
