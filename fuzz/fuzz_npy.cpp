@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "fuzz_util.h"
-#include "onnx/tensor_io.h"
+#include "kiln/tensor_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const kiln::Options options = kiln::fuzz::small_options();

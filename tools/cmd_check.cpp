@@ -5,10 +5,10 @@
 #include <fstream>
 #include <map>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/session.h"
 #include "onnx/import.h"
-#include "onnx/tensor_io.h"
+#include "kiln/tensor_io.h"
 #include "ops/registry.h"
 #include "runtime/compare.h"
 #include "runtime/inputs.h"

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "onnx/tensor_io.h"
+#include "kiln/tensor_io.h"
 #include "runtime/compare.h"
 #include "support/error.h"
 #include "tools/commands.h"

@@ -2,7 +2,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/session.h"
 #include "onnx/import.h"
 #include "runtime/inputs.h"

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/session.h"
 #include "onnx/import.h"
 #include "report/html.h"

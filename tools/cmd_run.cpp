@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/session.h"
 #include "onnx/import.h"
-#include "onnx/tensor_io.h"
+#include "kiln/tensor_io.h"
 #include "ops/node_runner.h"
 #include "runtime/inputs.h"
 #include "support/error.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/options.h"
 #include "report/profile.h"
 

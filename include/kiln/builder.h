@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 
 namespace kiln {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backend/kernel.h"
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/options.h"
 #include "loops/pointwise.h"
 #include "loops/row_kernel.h"

@@ -5,7 +5,7 @@
 
 #include "backend/backend.h"
 #include "compiler/plan.h"
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/options.h"
 #include "schedule/fusion_target.h"
 

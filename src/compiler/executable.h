@@ -7,7 +7,7 @@
 
 #include "backend/backend.h"
 #include "compiler/plan.h"
-#include "ir/graph.h"
+#include "kiln/graph.h"
 
 namespace kiln::compiler {
 

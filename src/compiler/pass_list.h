@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/options.h"
 #include "support/error.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 
 namespace kiln::compiler {
 

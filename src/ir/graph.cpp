@@ -1,4 +1,4 @@
-#include "ir/graph.h"
+#include "kiln/graph.h"
 
 #include <array>
 #include <fmt/format.h>
@@ -9,7 +9,7 @@ namespace kiln {
 namespace {
 constexpr std::array<std::string_view, kNumOps> kOpNames = {
 #define KILN_OP(name) #name,
-#include "ir/ops.def"
+#include "kiln/ops.def"
 #undef KILN_OP
 };
 

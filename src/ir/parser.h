@@ -2,7 +2,7 @@
 #pragma once
 #include <string_view>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 
 namespace kiln {
 

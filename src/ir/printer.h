@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 
 namespace kiln {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "loops/index_poly.h"
 #include "support/error.h"
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "loops/index_expr.h"
 
 namespace kiln::loops {

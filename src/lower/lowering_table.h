@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "support/error.h"
 
 namespace kiln::lower {

@@ -10,7 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/options.h"
 
 namespace onnx {

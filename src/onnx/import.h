@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/options.h"
 
 namespace onnx {

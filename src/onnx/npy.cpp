@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "onnx/file_util.h"
-#include "onnx/tensor_io.h"
+#include "kiln/tensor_io.h"
 #include "onnx/tensor_proto.h"
 #include "support/checked_math.h"
 #include "support/error.h"

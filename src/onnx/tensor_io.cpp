@@ -1,5 +1,5 @@
 // TensorProto files.
-#include "onnx/tensor_io.h"
+#include "kiln/tensor_io.h"
 
 #include <climits>
 #include <filesystem>

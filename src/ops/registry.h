@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "support/error.h"
 
 namespace kiln {

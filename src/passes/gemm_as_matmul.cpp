@@ -6,7 +6,7 @@
 // each of the M rows of the flat view is one row of X, in order.
 #include <cstring>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/errors.h"
 #include "passes/passes.h"
 

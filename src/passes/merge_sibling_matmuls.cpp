@@ -8,7 +8,7 @@
 #include <cstring>
 #include <map>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "passes/passes.h"
 
 namespace kiln {

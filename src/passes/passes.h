@@ -3,7 +3,7 @@
 #include <map>
 #include <string>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/options.h"
 
 namespace kiln {

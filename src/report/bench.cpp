@@ -5,10 +5,10 @@
 #include <optional>
 #include <thread>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/session.h"
 #include "onnx/import.h"
-#include "onnx/tensor_io.h"
+#include "kiln/tensor_io.h"
 #include "report/accuracy.h"
 #include "report/ort_peer.h"
 #include "report/profile.h"

@@ -1,7 +1,7 @@
 // The bundled default model: a small transformer encoder made with the builder API, so that
 // `kiln run` works with no file at all.
 #pragma once
-#include "ir/graph.h"
+#include "kiln/graph.h"
 
 namespace kiln {
 

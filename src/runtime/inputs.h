@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 
 namespace kiln {
 

@@ -14,7 +14,7 @@
 #include <array>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 
 namespace kiln::schedule {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "schedule/fusion_target.h"
 
 namespace kiln::schedule {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "loops/pointwise.h"
 
 namespace kiln::schedule {

@@ -25,7 +25,7 @@
 #pragma once
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "loops/row_kernel.h"
 #include "schedule/fuse_pointwise.h"
 #include "schedule/fusion_target.h"

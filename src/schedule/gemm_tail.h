@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "loops/pointwise.h"
 #include "schedule/fuse_library.h"
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "loops/pointwise.h"
 
 namespace kiln::schedule {

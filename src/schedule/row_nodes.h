@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "loops/row_kernel.h"
 
 namespace kiln::schedule {

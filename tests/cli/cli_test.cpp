@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 
 #include "common/processes.h"
-#include "onnx/tensor_io.h"
+#include "kiln/tensor_io.h"
 #include <onnx/onnx.pb.h>
 
 namespace {

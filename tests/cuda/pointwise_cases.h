@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "schedule/fuse_pointwise.h"
 
 namespace kiln::backend::cuda::testing {

@@ -7,7 +7,7 @@
 #pragma once
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "ops/registry.h"
 #include "schedule/fuse_pointwise.h"
 

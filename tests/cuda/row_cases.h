@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "codegen/cuda/emit_row_cuda.h"
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "pointwise_cases.h"  // KernelRun, kGuard, kGuardBytes
 #include "schedule/fuse_rows.h"
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "runtime/compare.h"
 #include "runtime/inputs.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "runtime/node_runner.h"
 #include "support/error.h"
 

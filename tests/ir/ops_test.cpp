@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/options.h"
 
 namespace kiln {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/builder.h"
 #include "passes/passes.h"
 #include "runtime/node_runner.h"

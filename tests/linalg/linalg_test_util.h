@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "runtime/node_runner.h"
 
 namespace kiln::linalg_test {

@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "loops/index_layout.h"
 #include "support/error.h"
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/builder.h"
 #include "kiln/errors.h"
 #include "kiln/session.h"

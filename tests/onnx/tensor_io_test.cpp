@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "onnx/tensor_io.h"
+#include "kiln/tensor_io.h"
 #include "onnx_test_util.h"
 
 namespace kiln::testing {

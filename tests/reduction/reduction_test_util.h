@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
 

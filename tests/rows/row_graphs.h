@@ -2,7 +2,7 @@
 #pragma once
 #include <cmath>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/builder.h"
 #include "kiln/options.h"
 #include "passes/passes.h"

@@ -14,7 +14,7 @@
 
 #include "codegen/cpu/compile_kernels.h"
 #include "codegen/cpu/emit_row.h"
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/builder.h"
 #include "kiln/options.h"
 #include "passes/passes.h"

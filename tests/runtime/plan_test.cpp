@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/builder.h"
 #include "kiln/session.h"
 #include "ops/node_runner.h"

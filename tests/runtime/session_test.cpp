@@ -3,7 +3,7 @@
 #include <cstring>
 #include <thread>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/builder.h"
 #include "kiln/errors.h"
 #include "kiln/session.h"

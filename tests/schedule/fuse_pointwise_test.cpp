@@ -5,7 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/builder.h"
 #include "kiln/session.h"
 #include "runtime/compare.h"

@@ -8,7 +8,7 @@
 #include <limits>
 #include <unistd.h>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/builder.h"
 #include "kiln/session.h"
 #include "ops/node_runner.h"

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/options.h"
 #include "schedule/softmax_route.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/options.h"
 #include "backend/kernel.h"
 #include "codegen/cpu/compile_kernels.h"

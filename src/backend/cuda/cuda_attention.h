@@ -4,7 +4,7 @@
 #include <string>
 
 #include "backend/kernel.h"
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "schedule/fuse_attention.h"
 
 namespace kiln::backend::cuda {

@@ -14,7 +14,7 @@
 #include "backend/cuda/cuda_objects.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "codegen/cuda/emit_pointwise_cuda.h"
-#include "ir/graph.h"
+#include "kiln/graph.h"
 #include "kiln/options.h"
 
 namespace kiln::backend::cuda {

@@ -15,12 +15,12 @@ namespace kiln {
 
 enum class OpKind : uint16_t {
 #define KILN_OP(name) name,
-#include "ir/ops.def"
+#include "kiln/ops.def"
 #undef KILN_OP
 };
 inline constexpr int kNumOps = 0
 #define KILN_OP(name) +1
-#include "ir/ops.def"
+#include "kiln/ops.def"
 #undef KILN_OP
     ;
 std::string_view op_name(OpKind op);
