@@ -323,7 +323,14 @@ Graph import_onnx(const std::string& path, const Options& options) {
   std::string bytes = read_file_limited(path, options.max_model_bytes, "model");
   if (bytes.empty()) user_error("model '{}' is empty", path);
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  return import_onnx_bytes(bytes, dir.empty() ? std::filesystem::path(".") : dir, options);
+  // Every message names the file: a user running several models must know which one is at fault.
+  try {
+    return import_onnx_bytes(bytes, dir.empty() ? std::filesystem::path(".") : dir, options);
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(fmt::format("{}: {}", path, e.what()));
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{}: {}", path, e.what()));
+  }
 }
 
 }  // namespace kiln

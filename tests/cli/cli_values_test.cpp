@@ -3,11 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/processes.h"
 #include "common/temp_dir.h"
-#include "onnx/tensor_io.h"
+#include "kiln/tensor_io.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -78,6 +79,16 @@ TEST(CliValues, DimsAndInputsAreCheckedAgainstTheModel) {
   EXPECT_EQ(r.code, 0) << r.out;
 }
 
+TEST(CliValues, AModelsErrorNamesTheFile) {
+  kiln::test_common::TempDir dir("kiln-cli-corrupt");
+  const std::string model = (dir.root() / "corrupt.onnx").string();
+  {
+    std::ofstream f(model, std::ios::binary);
+    f << "\x08\x07\x12\xff\xff\xff garbage";
+  }
+  expect_refused("run " + model, {model + ": not a valid ONNX model"});
+}
+
 TEST(CliValues, ParseErrorsOfACommandDoNotPointAtTheCommandList) {
   CommandResult bad_flag = kiln("run --threads -3");
   EXPECT_EQ(bad_flag.code, 1) << bad_flag.out;
@@ -108,6 +119,21 @@ TEST(CliValues, SettingsShowDefaultCurrentAndAcceptedValues) {
   EXPECT_NE(r.out.find("threads (int64_t, KILN_THREADS)\n    default: '0'   current: '3'   accepts at least 0"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cxx (std::string, KILN_CXX) [changes code]\n    default: 'c++'\n"), std::string::npos) << r.out;
+}
+
+TEST(CliValues, CompilesShowProgressOnATerminalOnly) {
+  kiln::test_common::TempDir dir("kiln-cli-progress");
+  const std::string cache = "KILN_CACHE_DIR=" + (dir.root() / "cache").string() + " KILN_AUTOTUNE=off";
+  // A pipe (the test's own popen): nothing but the run's report.
+  CommandResult piped = kiln("run --iters 1 --dim seq=8", cache);
+  ASSERT_EQ(piped.code, 0) << piped.out;
+  EXPECT_EQ(piped.out.find("[compile]"), std::string::npos) << piped.out;
+  // A terminal (script(1) gives the command one), on a cold cache of its own: the count of compiles.
+  const std::string cold = "KILN_CACHE_DIR=" + (dir.root() / "cold").string() + " KILN_AUTOTUNE=off";
+  CommandResult tty = kiln::test_common::run_command("script -qec '" + cold + " " + KILN_BINARY +
+                                                     " run --iters 1 --dim seq=8' /dev/null 2>&1");
+  ASSERT_EQ(tty.code, 0) << tty.out;
+  EXPECT_NE(tty.out.find("generated kernels compiled"), std::string::npos) << tty.out;
 }
 
 }  // namespace

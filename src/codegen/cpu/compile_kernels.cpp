@@ -1,9 +1,13 @@
 #include "codegen/cpu/compile_kernels.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
 #include <exception>
 #include <fmt/format.h>
 #include <map>
+#include <mutex>
 #include <system_error>
 #include <thread>
 
@@ -77,12 +81,22 @@ void run_jobs(const KernelCache& cache, const Options& options, const CpuFeature
                                             : std::max(1u, std::thread::hardware_concurrency());
   workers = std::min(workers, jobs.size());
   std::atomic<size_t> next{0};
+  // On a terminal, one line that counts the compiles (a cold cache can take tens of seconds); quiet
+  // otherwise, so logs and pipes see nothing.
+  FILE* progress = ::isatty(STDERR_FILENO) ? stderr : nullptr;
+  std::mutex progress_mutex;
+  size_t done = 0;
   auto work = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
       try {
         compile_one(cache, options, features, jobs[i]);
       } catch (...) {
         jobs[i].error = std::current_exception();
+      }
+      if (progress) {
+        std::lock_guard lock(progress_mutex);
+        std::fprintf(progress, "\r[compile] %zu/%zu generated kernels compiled\x1b[K", ++done, jobs.size());
+        std::fflush(progress);
       }
     }
   };
@@ -92,6 +106,10 @@ void run_jobs(const KernelCache& cache, const Options& options, const CpuFeature
     std::vector<std::thread> threads;
     for (size_t t = 0; t < workers; ++t) threads.emplace_back(work);
     for (std::thread& t : threads) t.join();
+  }
+  if (progress) {
+    std::fputs("\r\x1b[K", progress);
+    std::fflush(progress);
   }
   for (CompileJob& job : jobs)
     if (job.error) std::rethrow_exception(job.error);
