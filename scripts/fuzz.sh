@@ -5,6 +5,9 @@
 #   scripts/fuzz.sh all SECONDS [JOBS]        every target in turn, SECONDS each
 #   scripts/fuzz.sh replay [TARGET]           no fuzzing: runs the seeds and every reproducer in
 #                                             tests/data/fuzz_regressions/TARGET/ once (a quick check)
+#   scripts/fuzz.sh unit                      no fuzzing: builds and runs sanitized_unit_tests, the unit
+#                                             tests of the code the fuzzers reach, on the same ASan +
+#                                             UBSan objects (exits 1 if a test fails or a sanitizer reports)
 #
 # Builds build-fuzz/ (clang, ASan + UBSan + libFuzzer) when needed. The seeds in fuzz/corpus/TARGET are
 # copied into a working corpus, build-fuzz/corpus/TARGET, which keeps what earlier runs found; the seed
@@ -19,11 +22,15 @@ build="${KILN_FUZZ_DIR:-$root/build-fuzz}"
 all_targets=(fuzz_onnx_import fuzz_npy fuzz_tensor_pb fuzz_ir_parser)
 
 usage() {
-  echo "usage: $0 TARGET|all SECONDS [JOBS]   (targets: ${all_targets[*]})" >&2
+  echo "usage: $0 TARGET|all SECONDS [JOBS] | replay [TARGET] | unit   (targets: ${all_targets[*]})" >&2
   exit 2
 }
 mode=fuzz
-if [[ "${1:-}" == replay ]]; then
+if [[ "${1:-}" == unit ]]; then
+  mode=unit
+  [[ $# -eq 1 ]] || usage
+  set -- all
+elif [[ "${1:-}" == replay ]]; then
   mode=replay
   [[ $# -le 2 ]] || usage
   set -- "${2:-all}"
@@ -49,8 +56,10 @@ if ! grep -qs '^KILN_FUZZ:BOOL=ON' "$build/CMakeCache.txt"; then
   CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DKILN_FUZZ=ON -DKILN_TESTS=OFF \
     -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || { echo "fuzz.sh: configure failed" >&2; exit 2; }
 fi
-ninja -C "$build" "${targets[@]}" >/dev/null || {
-  echo "fuzz.sh: build failed; run: ninja -C $build ${targets[*]}" >&2
+build_targets=("${targets[@]}")
+[[ $mode == unit ]] && build_targets=(sanitized_unit_tests)
+ninja -C "$build" "${build_targets[@]}" >/dev/null || {
+  echo "fuzz.sh: build failed; run: ninja -C $build ${build_targets[*]}" >&2
   exit 2
 }
 
@@ -58,6 +67,25 @@ ninja -C "$build" "${targets[@]}" >/dev/null || {
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export OMP_NUM_THREADS=1  # constant folding runs kernels; keep each fuzzing process on one core
+
+if [[ $mode == unit ]]; then
+  export TMPDIR="$build/tmp/unit"
+  rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
+  log="$build/logs/unit-$(date +%Y%m%d-%H%M%S).log"
+  mkdir -p "$build/logs"
+  start=$(date +%s)
+  "$build/fuzz/sanitized_unit_tests" --gtest_brief=1 >"$log" 2>&1
+  rc=$?
+  rm -rf "$TMPDIR"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |ERROR: |runtime error: |SUMMARY: " "$log" | head -n 40
+  if [[ $rc -ne 0 ]]; then
+    echo "sanitized_unit_tests: FAILED (exit $rc) after $(( $(date +%s) - start ))s; log $log"
+    tail -n 40 "$log"
+    exit 1
+  fi
+  echo "sanitized_unit_tests: passed under ASan + UBSan in $(( $(date +%s) - start ))s"
+  exit 0
+fi
 
 if [[ $mode == replay ]]; then
   status=0

@@ -82,7 +82,10 @@ TEST(Differential, TransposeMatchesNaive) {
     fixed.push_back({random_dims(rng, rank, 7), perm});
   }
   int case_no = 0;
-  for (const auto& [dims, perm] : fixed) {
+  for (const auto& dims_and_perm : fixed) {
+    // References, not a structured binding: clang 14 (the fuzz build) cannot capture those in a lambda.
+    const auto& dims = dims_and_perm.first;
+    const auto& perm = dims_and_perm.second;
     DType dt = kDTypes[case_no++ % std::size(kDTypes)];
     Tensor x = random_tensor(dt, dims, rng);
     Node n = make_node(OpKind::Transpose, 1);
