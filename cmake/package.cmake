@@ -8,7 +8,7 @@ include(CMakePackageConfigHelpers)
 
 set(kiln_library_modules kiln_support kiln_ir kiln_onnx kiln_onnx_proto kiln_kernels kiln_ops kiln_passes
     kiln_codegen kiln_loops kiln_lower kiln_templates kiln_autotune kiln_schedule kiln_backend kiln_compiler
-    kiln_runtime)
+    kiln_runtime kiln_capi)
 if(KILN_HAVE_CUDA)
   list(APPEND kiln_library_modules kiln_cuda)
 endif()

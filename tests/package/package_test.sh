@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# kiln as a package: `cmake --install` into a fresh prefix, then a program built against it twice (CMake's
-# find_package(kiln) and pkg-config kiln) runs a zoo model (distilbert, seq 8, weights from the manifest)
+# kiln as a package: `cmake --install` into a fresh prefix, then a C++ program built against it twice (CMake's
+# find_package(kiln) and pkg-config kiln) and a C program on the C API (pkg-config) run a zoo model (distilbert, seq 8, weights from the manifest)
 # and must write the same output bytes as `kiln run` on the same inputs (autotuning off, so that both
 # processes run the same kernels). Also: the library exports only the public API and has an SONAME, the
 # installed headers include only installed headers, and add_subdirectory of the checkout configures.
@@ -36,7 +36,10 @@ fi
 cmake -S "$root/tests/package/consumer" -B "$work/consumer-cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_BUILD_TYPE=Release > "$work/consumer.log"
 ninja -C "$work/consumer-cmake" >> "$work/consumer.log" || { cat "$work/consumer.log"; exit 1; }
-PKG_CONFIG_PATH="$prefix/lib/pkgconfig" c++ -O1 -o "$work/consumer-pkgconfig" "$root/tests/package/consumer/main.cpp" \
+# The C API from C (C99, warnings as errors), with pkg-config.
+PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cc -std=c99 -Wall -Wextra -Werror -O1 -o "$work/c-consumer" \
+  "$root/tests/package/c_consumer/main.c" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs kiln)
+PKG_CONFIG_PATH="$prefix/lib/pkgconfig" c++ -std=c++20 -O1 -o "$work/consumer-pkgconfig" "$root/tests/package/consumer/main.cpp" \
   $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs kiln)
 
 # add_subdirectory of the checkout configures (kiln's paths are its own, its tests off by default).
@@ -49,12 +52,18 @@ model=distilbert dims=(--dim batch=1 --dim seq=8)
   --save-inputs "$work/inputs" --output-dir "$work/kiln-out" > "$work/run.log"
 "$work/consumer-cmake/consumer" "$work/zoo/$model.onnx" "$work/inputs" "$work/cmake-out" batch=1 seq=8
 LD_LIBRARY_PATH="$prefix/lib" "$work/consumer-pkgconfig" "$work/zoo/$model.onnx" "$work/inputs" "$work/pkgconfig-out" batch=1 seq=8 > /dev/null
+mkdir -p "$work/c-out"
+LD_LIBRARY_PATH="$prefix/lib" "$work/c-consumer" "$work/zoo/$model.onnx" "$work/inputs" "$work/c-out" batch=1 seq=8
 outputs=0
 for f in "$work/kiln-out"/*.npy; do
   for side in cmake-out pkgconfig-out; do
     cmp "$f" "$work/$side/$(basename "$f")" || { echo "FAIL: $side/$(basename "$f") differs from kiln run's"; exit 1; }
   done
+  # The C program wrote the raw elements: the end of kiln's .npy, after its header.
+  raw="$work/c-out/$(basename "$f" .npy).bin"
+  [ -s "$raw" ] || { echo "FAIL: the C program wrote no $(basename "$raw")"; exit 1; }
+  tail -c "$(stat -c %s "$raw")" "$f" | cmp - "$raw" || { echo "FAIL: the C API's $(basename "$raw") differs"; exit 1; }
   outputs=$((outputs + 1))
 done
 [ $outputs -gt 0 ] || { echo "FAIL: kiln run wrote no outputs"; exit 1; }
-echo "package: installed, $outputs output(s) of $model identical from kiln run, find_package and pkg-config"
+echo "package: installed, $outputs output(s) of $model identical from kiln run, find_package, pkg-config and the C API"
