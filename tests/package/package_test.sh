@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kiln as a package: `cmake --install` into a fresh prefix, then a C++ program built against it twice (CMake's
-# find_package(kiln) and pkg-config kiln) and a C program on the C API (pkg-config) run a zoo model (distilbert, seq 8, weights from the manifest)
+# find_package(kiln) and pkg-config kiln), a C program on the C API (pkg-config) and Python importing the
+# installed module run a zoo model (distilbert, seq 8, weights from the manifest)
 # and must write the same output bytes as `kiln run` on the same inputs (autotuning off, so that both
 # processes run the same kernels). Also: the library exports only the public API and has an SONAME, the
 # installed headers include only installed headers, and add_subdirectory of the checkout configures.
@@ -66,4 +67,23 @@ for f in "$work/kiln-out"/*.npy; do
   outputs=$((outputs + 1))
 done
 [ $outputs -gt 0 ] || { echo "FAIL: kiln run wrote no outputs"; exit 1; }
-echo "package: installed, $outputs output(s) of $model identical from kiln run, find_package, pkg-config and the C API"
+
+# The Python module from the install, on the same inputs: numpy arrays with the same bytes.
+if ! compgen -G "$build/python/kiln*.so" > /dev/null; then
+  echo "SKIPPED (the rest passed): this build has no Python module (python3-dev and pybind11-dev missing at configure)"
+  exit 77
+fi
+PYTHONPATH="$prefix/lib/python3/dist-packages" /usr/bin/python3 - "$work" "$model" <<'PY'
+import os, sys
+import numpy as np
+import kiln
+work, model = sys.argv[1], sys.argv[2]
+assert kiln.__file__.startswith(os.path.join(work, "prefix")), kiln.__file__
+session = kiln.Session(os.path.join(work, "zoo", model + ".onnx"), dims={"batch": 1, "seq": 8})
+feeds = {i["name"]: np.load(os.path.join(work, "inputs", i["name"] + ".npy")) for i in session.inputs}
+for name, got in session.run(feeds).items():
+    want = np.load(os.path.join(work, "kiln-out", name + ".npy"))
+    if got.dtype != want.dtype or got.shape != want.shape or got.tobytes() != want.tobytes():
+        sys.exit(f"FAIL: the Python module's {name} differs from kiln run's")
+PY
+echo "package: installed, $outputs output(s) of $model identical from kiln run, find_package, pkg-config, the C API and Python"
