@@ -29,6 +29,10 @@ target_include_directories(kiln_shared INTERFACE $<BUILD_INTERFACE:${PROJECT_SOU
                            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_compile_features(kiln_shared INTERFACE cxx_std_20)
 add_library(kiln::kiln ALIAS kiln_shared)
+# Installed binaries find OpenBLAS's OpenMP build in its own folder, whichever libopenblas.so.0 the
+# system's alternatives point at (a pthreads OpenBLAS would fight kiln's OpenMP threads).
+get_filename_component(kiln_openblas_dir ${OPENBLAS_LIBRARY} DIRECTORY)
+set_target_properties(kiln kiln_shared PROPERTIES INSTALL_RPATH ${kiln_openblas_dir})
 
 install(TARGETS kiln RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS kiln_shared EXPORT kilnTargets
@@ -43,3 +47,22 @@ install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnC
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/kiln.pc.in ${PROJECT_BINARY_DIR}/kiln.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# A Debian package: `cpack -G DEB` in the build folder (after ninja) makes kiln_VERSION_ARCH.deb with the
+# command, the library, headers, CMake and pkg-config files and the Python module. Its library
+# dependencies come from dpkg-shlibdeps; a C++ compiler is a dependency of its own, because kiln compiles
+# the kernels it generates with the system's c++ at run time.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME kiln)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "kiln developers <kiln@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "a compiler for machine-learning models (ONNX to fused CPU and CUDA kernels)")
+set(CPACK_PACKAGE_INSTALL_DIRECTORY /usr)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "g++ (>= 4:12), libopenblas0-openmp")
+set(CPACK_DEBIAN_PACKAGE_SECTION science)
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-numpy")  # for the Python module
+include(CPack)

@@ -11,7 +11,7 @@ find_package(pybind11 CONFIG QUIET)
 if(Python_FOUND AND pybind11_FOUND)
   pybind11_add_module(kiln_python MODULE ${PROJECT_SOURCE_DIR}/src/python/kiln_module.cpp)
   set_target_properties(kiln_python PROPERTIES OUTPUT_NAME kiln LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/python
-                        INSTALL_RPATH "$ORIGIN/../..")
+                        INSTALL_RPATH "$ORIGIN/../..;${kiln_openblas_dir}")
   target_link_libraries(kiln_python PRIVATE kiln_shared)
   target_compile_definitions(kiln_python PRIVATE KILN_VERSION="${PROJECT_VERSION}")
   install(TARGETS kiln_python LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/python3/dist-packages)
