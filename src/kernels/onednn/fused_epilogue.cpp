@@ -8,6 +8,7 @@
 
 #include "kernels/onednn/fused_detail.h"
 #include "support/error.h"
+#include "support/page_out.h"
 
 namespace kiln::onednn {
 namespace {
@@ -156,6 +157,9 @@ std::shared_ptr<const dnnl::memory> PrepackedWeights::get(const dnnl::memory::de
     dnnl::reorder(user, *mem).execute(s, user, *mem);
     s.wait();
     packed = mem;
+    // The packed copy is what every call reads from now on: the original's pages (an mmapped weight
+    // file's, mostly) go back, so that the weights are resident once (a later layout reads them again).
+    page_out(data_, user_md_.get_size());
   }
   packed_.push_back(Packed{md, packed});
   return packed;

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "support/error.h"
+#include "support/page_out.h"
 
 namespace kiln::templates::gemm {
 
@@ -42,6 +43,10 @@ void GemmKernel::set_constant_b(const float* B) {
   float* buffer = static_cast<float*>(::operator new(bytes, std::align_val_t(64)));
   packed_b_ = std::shared_ptr<float>(buffer, [](float* p) { ::operator delete(p, std::align_val_t(64)); });
   pack(B, buffer);
+  // Every run reads the packed copy: the original's pages (an mmapped weight file's, mostly) go back.
+  const GemmProblem& p = spec_.problem;
+  const int64_t matrices = p.batch_stride_b == 0 ? 1 : p.batch_stride_b == kDenseStride ? p.batch : 0;
+  page_out(B, static_cast<size_t>(matrices * p.k * p.n) * sizeof(float));
 }
 
 void GemmKernel::run(const float* bias, const float* A, const float* B, float* C, int64_t M,
