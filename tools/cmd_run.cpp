@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <omp.h>
+#include <sys/resource.h>
 
 #include "kiln/graph.h"
 #include "kiln/session.h"
@@ -39,6 +40,21 @@ constexpr int kAutoItersMax = 20;
 constexpr double kAutoItersBudgetMs = 1000;
 
 // The value at fraction q of sorted `times` (nearest rank).
+// The process's peak resident memory so far (getrusage), in bytes.
+int64_t peak_resident_bytes() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// The bytes of the constants the prepared graph holds (the weights, folded values included).
+int64_t constant_bytes(const Graph& g) {
+  int64_t bytes = 0;
+  for (const Value& v : g.values)
+    if (v.constant) bytes += static_cast<int64_t>(v.constant->nbytes());
+  return bytes;
+}
+
 double percentile(const std::vector<double>& times, double q) {
   size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(times.size())));
   return times[std::clamp<size_t>(rank, 1, times.size()) - 1];
@@ -160,6 +176,8 @@ int run(const RunArgs& a, Options options) {
     j["arena_bytes"] = st.arena_bytes;
     j["bytes_moved"] = st.bytes_moved;
     j["graph_captures"] = st.graph_captures;
+    j["peak_resident_bytes"] = peak_resident_bytes();
+    j["constant_bytes"] = constant_bytes(session.graph());
     j["outputs"] = nlohmann::json::array();
     for (const auto& info : session.outputs()) {
       const Tensor& t = outputs.at(info.name);
@@ -183,6 +201,8 @@ int run(const RunArgs& a, Options options) {
   std::printf("latency: median %.3f ms over %d iteration%s after %d warm-up (p90 %.3f, p99 %.3f, min %.3f, max %.3f)\n",
               median, iters, iters == 1 ? "" : "s", a.warmup, percentile(times, 0.9), percentile(times, 0.99),
               times.front(), times.back());
+  std::printf("memory: peak resident %.1f MB, constants %.1f MB\n", peak_resident_bytes() / 1e6,
+              constant_bytes(session.graph()) / 1e6);
   if (options.device != "cpu")
     std::printf("graph captures: %d (the first run launches each kernel, the second captures, later runs replay)\n",
                 session.stats().graph_captures);

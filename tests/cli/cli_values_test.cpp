@@ -109,6 +109,9 @@ TEST(CliValues, RunTimesSeveralIterationsAfterAWarmupByDefault) {
   EXPECT_LE(j["latency_ms"].get<double>(), j["latency_p90_ms"].get<double>());
   EXPECT_LE(j["latency_p90_ms"].get<double>(), j["latency_p99_ms"].get<double>());
   EXPECT_LE(j["latency_p99_ms"].get<double>(), j["latency_max_ms"].get<double>());
+  // Memory beside the weights: the process holds at least its constants.
+  EXPECT_GT(j["constant_bytes"].get<int64_t>(), 100000);  // the demo's weights: about 0.5 MB
+  EXPECT_GT(j["peak_resident_bytes"].get<int64_t>(), j["constant_bytes"].get<int64_t>());
 }
 
 TEST(CliValues, SettingsShowDefaultCurrentAndAcceptedValues) {
