@@ -25,7 +25,8 @@ for model in "$corpus"/*.onnx; do
     symbols="$(sed -n 's/.*symbolic dimensions without a size: \([^(]*\) (give each.*/\1/p' "$work/stderr")"
     if [ $rc -eq 1 ] && [ -n "$symbols" ]; then
       dim_args=()
-      for s in ${symbols//,/ }; do
+      IFS=', ' read -r -a symbol_list <<<"$symbols"  # split, never glob (a hostile model names them)
+      for s in "${symbol_list[@]}"; do
         if [ "$s" = batch ]; then dim_args+=(--dim batch=2); else dim_args+=(--dim "$s=3"); fi
       done
       timeout 60 "$kiln" run "$model" --iters 1 --warmup 0 "${mode_args[@]}" "${dim_args[@]}" --output-dir "$out" \

@@ -23,17 +23,22 @@ typedef enum kiln_status {
   KILN_ERROR_USER = 2,             /* the model, an input or a setting is wrong (the message says which) */
   KILN_ERROR_UNSUPPORTED = 3,      /* a valid model that uses something kiln does not implement */
   KILN_ERROR_OUT_OF_MEMORY = 4,
-  KILN_ERROR_INTERNAL = 5          /* a bug in kiln */
+  KILN_ERROR_INTERNAL = 5,         /* a bug in kiln */
+  KILN_STATUS_MAX_ENUM = 0x7fffffff /* not a status: keeps the enum an int for every value */
 } kiln_status;
 
 /* Element types (values fixed by the ABI). */
 typedef enum kiln_dtype {
   KILN_F32 = 0, KILN_F16 = 1, KILN_BF16 = 2, KILN_F64 = 3, KILN_I64 = 4,
-  KILN_I32 = 5, KILN_I8 = 6, KILN_U8 = 7, KILN_BOOL = 8
+  KILN_I32 = 5, KILN_I8 = 6, KILN_U8 = 7, KILN_BOOL = 8,
+  KILN_DTYPE_MAX_ENUM = 0x7fffffff /* not a dtype: keeps the enum an int for every value */
 } kiln_dtype;
 
 /* How a session runs (values fixed by the ABI). */
-typedef enum kiln_mode { KILN_MODE_COMPILED = 0, KILN_MODE_EAGER = 1, KILN_MODE_REFERENCE = 2 } kiln_mode;
+typedef enum kiln_mode {
+  KILN_MODE_COMPILED = 0, KILN_MODE_EAGER = 1, KILN_MODE_REFERENCE = 2,
+  KILN_MODE_MAX_ENUM = 0x7fffffff /* not a mode: keeps the enum an int for every value */
+} kiln_mode;
 
 typedef struct kiln_options kiln_options;
 typedef struct kiln_session kiln_session;

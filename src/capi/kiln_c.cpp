@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,17 +36,29 @@ static_assert(KILN_F32 == static_cast<int>(kiln::DType::f32) && KILN_F16 == stat
 
 thread_local std::string last_error;
 
-kiln_status fail(kiln_status status, std::string message) {
-  last_error = std::move(message);
+// A bad argument found inside `guarded` (KILN_ERROR_INVALID_ARGUMENT).
+struct InvalidArgument : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Keeps `message` for kiln_last_error; never throws (a message that cannot be stored is replaced).
+kiln_status fail(kiln_status status, const char* message) noexcept {
+  try {
+    last_error = message;
+  } catch (...) {
+    last_error.clear();
+  }
   return status;
 }
 
 // Runs `body`, mapping what it throws to a status (the message kept for kiln_last_error).
 template <class Body>
-kiln_status guarded(Body&& body) {
+kiln_status guarded(Body&& body) noexcept {
   try {
     body();
     return KILN_OK;
+  } catch (const InvalidArgument& e) {
+    return fail(KILN_ERROR_INVALID_ARGUMENT, e.what());
   } catch (const kiln::UnsupportedError& e) {
     return fail(KILN_ERROR_UNSUPPORTED, e.what());
   } catch (const kiln::UserError& e) {
@@ -55,25 +68,27 @@ kiln_status guarded(Body&& body) {
   } catch (const std::bad_alloc&) {
     return fail(KILN_ERROR_OUT_OF_MEMORY, "out of memory");
   } catch (const std::exception& e) {
-    return fail(KILN_ERROR_INTERNAL, std::string("unexpected exception: ") + e.what());
+    return fail(KILN_ERROR_INTERNAL, e.what());
   } catch (...) {
     return fail(KILN_ERROR_INTERNAL, "unexpected exception");
   }
 }
 
-kiln_status invalid(const char* what) { return fail(KILN_ERROR_INVALID_ARGUMENT, what); }
+kiln_status invalid(const char* what) noexcept { return fail(KILN_ERROR_INVALID_ARGUMENT, what); }
 
-// The dtype and shape of a new tensor, checked.
-kiln_status checked_layout(kiln_dtype dtype, const int64_t* shape, size_t rank, kiln::DType& out_dtype,
-                           std::vector<int64_t>& out_shape) {
+// The dtype and shape of a new tensor, checked (inside `guarded`: a huge rank throws bad_alloc).
+struct Layout {
+  kiln::DType dtype;
+  std::vector<int64_t> shape;
+};
+Layout checked_layout(kiln_dtype dtype, const int64_t* shape, size_t rank) {
   if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) >= kiln::kNumDTypes)
-    return invalid("kiln_tensor: unknown dtype");
-  if (rank > 0 && !shape) return invalid("kiln_tensor: shape is NULL");
-  out_dtype = static_cast<kiln::DType>(dtype);
-  out_shape.assign(shape, shape + rank);
-  for (int64_t d : out_shape)
-    if (d < 0) return fail(KILN_ERROR_USER, "kiln_tensor: a negative dimension");
-  return KILN_OK;
+    throw InvalidArgument("kiln_tensor: unknown dtype");
+  if (rank > 0 && !shape) throw InvalidArgument("kiln_tensor: shape is NULL");
+  Layout l{static_cast<kiln::DType>(dtype), std::vector<int64_t>(shape, shape + rank)};
+  for (int64_t d : l.shape)
+    if (d < 0) throw kiln::UserError("kiln_tensor: a negative dimension");
+  return l;
 }
 
 }  // namespace
@@ -173,11 +188,9 @@ kiln_status kiln_tensor_create(kiln_dtype dtype, const int64_t* shape, size_t ra
                                kiln_tensor** out) {
   if (!out) return invalid("kiln_tensor_create: out is NULL");
   *out = nullptr;
-  kiln::DType dt;
-  std::vector<int64_t> dims;
-  if (kiln_status s = checked_layout(dtype, shape, rank, dt, dims); s != KILN_OK) return s;
   return guarded([&] {
-    kiln::Tensor t = kiln::Tensor::empty(dt, std::move(dims));
+    Layout l = checked_layout(dtype, shape, rank);
+    kiln::Tensor t = kiln::Tensor::empty(l.dtype, std::move(l.shape));
     if (data && t.nbytes() > 0) std::memcpy(t.raw(), data, t.nbytes());
     *out = new kiln_tensor{std::move(t)};
   });
@@ -186,12 +199,10 @@ kiln_status kiln_tensor_create(kiln_dtype dtype, const int64_t* shape, size_t ra
 kiln_status kiln_tensor_wrap(kiln_dtype dtype, const int64_t* shape, size_t rank, void* data, kiln_tensor** out) {
   if (!out) return invalid("kiln_tensor_wrap: out is NULL");
   *out = nullptr;
-  kiln::DType dt;
-  std::vector<int64_t> dims;
-  if (kiln_status s = checked_layout(dtype, shape, rank, dt, dims); s != KILN_OK) return s;
   return guarded([&] {
+    Layout l = checked_layout(dtype, shape, rank);
     // The caller keeps the buffer alive: the owner handle holds nothing.
-    kiln::Tensor t = kiln::Tensor::wrap(dt, std::move(dims), nullptr, data);
+    kiln::Tensor t = kiln::Tensor::wrap(l.dtype, std::move(l.shape), nullptr, data);
     if (!data && t.numel() > 0) throw kiln::UserError("kiln_tensor_wrap: data is NULL");
     *out = new kiln_tensor{std::move(t)};
   });

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "ops/node_runner.h"
 #include "passes/passes.h"
 #include "support/checked_math.h"
@@ -13,6 +15,9 @@ int64_t static_bytes(const Graph& g, const Node& n, const TensorType& t) {
 }
 
 bool foldable(const Graph& g, const Node& n, int64_t budget) {
+  // Every output omitted: nothing to fold into (the node is dead; remove_dead drops it). Its kernel would
+  // write to outputs nobody allocated.
+  if (std::all_of(n.outputs.begin(), n.outputs.end(), [](ValueId o) { return o == kNoValue; })) return false;
   for (ValueId o : n.outputs) {
     if (o == kNoValue) continue;
     int64_t bytes = static_bytes(g, n, g.value(o).type);

@@ -21,6 +21,10 @@ namespace {
 
 // numpy has no bfloat16: such outputs come back widened to float32 (exact), as the CLI writes them.
 kiln::DType dtype_of(const py::dtype& d) {
+  // '=' native, '|' not applicable (one byte): anything else is the other byte order.
+  const char order = d.attr("byteorder").cast<std::string>().at(0);
+  if (order != '=' && order != '|')
+    throw kiln::UserError("numpy arrays in non-native byte order are not read (use arr.astype(arr.dtype.newbyteorder('=')))");
   const char kind = d.kind();
   const size_t size = static_cast<size_t>(d.itemsize());
   if (kind == 'f' && size == 4) return kiln::DType::f32;
@@ -86,7 +90,8 @@ class PySession {
       py::array a = py::array::ensure(item.second, py::array::c_style);
       if (!a) throw kiln::UserError("input '" + name + "': not convertible to a numpy array");
       std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
-      inputs[name] = kiln::Tensor::wrap(dtype_of(a.dtype()), shape, nullptr, a.mutable_data());
+      // kiln never writes to its inputs: read-only arrays (np.broadcast_to, np.load(mmap_mode='r')) are fine.
+      inputs[name] = kiln::Tensor::wrap(dtype_of(a.dtype()), shape, nullptr, const_cast<void*>(a.data()));
       held.push_back(std::move(a));
     }
     std::map<std::string, kiln::Tensor> outputs;

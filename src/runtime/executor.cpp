@@ -227,9 +227,10 @@ std::map<std::string, Tensor> collect_outputs(const Executable& exe, const std::
   std::map<std::string, Tensor> result;
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     const Value& v = g.value(g.outputs[k]);
-    // Outputs never alias the executable's constants: a caller may write into what it gets.
-    bool may_alias = v.constant || (v.producer >= 0 && op_registry().find(g.nodes[static_cast<size_t>(v.producer)].op)
-                                                           ->kernel_makes_outputs);
+    // Outputs never alias the executable's constants or the caller's inputs (an output that is a graph
+    // input, or a view of one): a caller may write into what it gets, or free what it gave.
+    bool may_alias = v.constant || v.producer < 0 ||
+                     op_registry().find(g.nodes[static_cast<size_t>(v.producer)].op)->kernel_makes_outputs;
     const Tensor& t = v.constant ? *v.constant : outputs[k];
     if (t.device().is_host()) result[v.name] = may_alias ? t.clone() : t;
     else if (!inputs_on_device) result[v.name] = device.download(t);

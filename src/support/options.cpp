@@ -57,7 +57,12 @@ std::string joined(const std::vector<std::string_view>& w) {
 }
 
 void check_accepted(std::string_view name, std::string_view accepted, const std::string& value) {
-  constexpr std::string_view one_of = "one of: ", list_of = "list of: ";
+  constexpr std::string_view one_of = "one of: ", list_of = "list of: ", nonempty = "nonempty ";
+  if (accepted.starts_with(nonempty)) {
+    accepted.remove_prefix(nonempty.size());
+    if (value.empty())
+      user_error("setting {}: needs at least one of {}", name, joined(words(accepted.substr(list_of.size()))));
+  }
   if (accepted.starts_with(one_of)) {
     std::vector<std::string_view> allowed = words(accepted.substr(one_of.size()));
     if (std::none_of(allowed.begin(), allowed.end(), [&](std::string_view a) { return matches(value, a); }))
@@ -88,7 +93,9 @@ void check_accepted(std::string_view name, std::string_view accepted, Number val
   if (accepted.empty()) return;
   KILN_INTERNAL_CHECK(accepted.starts_with(at_least), "setting {}: rule '{}' is not for numbers", name, accepted);
   double bound = std::strtod(std::string(accepted.substr(at_least.size())).c_str(), nullptr);
-  if (static_cast<double>(value) < bound) user_error("setting {}: {} is less than {}", name, value, accepted.substr(at_least.size()));
+  // Written so that NaN fails too.
+  if (!(static_cast<double>(value) >= bound))
+    user_error("setting {}: {} is not a number of at least {}", name, value, accepted.substr(at_least.size()));
 }
 void check_accepted(std::string_view, std::string_view, bool) {}
 

@@ -42,7 +42,9 @@ TEST(CliValues, SettingsOutsideTheirValuesAreRefused) {
   expect_refused("run --set softmax_route=wide", {"setting softmax_route: 'wide'", "auto, fused, library, eager"});
   expect_refused("run --set gemm_backends=onednn,cublas", {"'cublas' is not one of template, onednn, blas"});
   expect_refused("run --set gemm_backends=blas,blas", {"'blas' is listed twice"});
-  expect_refused("run --set threads=-2", {"setting threads: -2 is less than 0"});
+  expect_refused("run --set threads=-2", {"setting threads: -2 is not a number of at least 0"});
+  expect_refused("run --set autotune_budget_s=nan", {"setting autotune_budget_s: nan is not a number of at least 0"});
+  expect_refused("run --set gemm_backends=", {"setting gemm_backends: needs at least one of template, onednn, blas"});
   expect_refused("run --set max_rank=x", {"setting max_rank: 'x' is not an integer"});
   expect_refused("run --set cuda_graphs=maybe", {"is not a boolean"});
   expect_refused("run --device tpu", {"setting device: 'tpu' is not one of cpu, cuda, cuda:N"});

@@ -14,8 +14,8 @@ trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
 export KILN_AUTOTUNE=off KILN_CACHE_DIR="$work/cache"
 
-cmake --install "$build" --prefix "$prefix" > "$work/install.log"
-lib="$(ls "$prefix"/lib/libkiln.so.*.*.* 2>/dev/null | head -1)"
+cmake --install "$build" --prefix "$prefix" > "$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
+lib="$(ls "$prefix"/lib/libkiln.so.*.*.* 2>/dev/null | head -1 || true)"
 [ -n "$lib" ] || { echo "FAIL: no libkiln.so.X.Y.Z under $prefix/lib"; ls -R "$prefix"; exit 1; }
 for f in bin/kiln include/kiln/session.h include/kiln/graph.h lib/cmake/kiln/kilnConfig.cmake \
          lib/cmake/kiln/kilnConfigVersion.cmake lib/pkgconfig/kiln.pc lib/libkiln.so; do
@@ -35,7 +35,7 @@ if grep -rn '#include "' "$prefix/include/kiln" | grep -v '#include "kiln/'; the
 fi
 
 cmake -S "$root/tests/package/consumer" -B "$work/consumer-cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_BUILD_TYPE=Release > "$work/consumer.log"
+  -DCMAKE_BUILD_TYPE=Release > "$work/consumer.log" 2>&1 || { cat "$work/consumer.log"; exit 1; }
 ninja -C "$work/consumer-cmake" >> "$work/consumer.log" || { cat "$work/consumer.log"; exit 1; }
 # The C API from C (C99, warnings as errors), with pkg-config.
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cc -std=c99 -Wall -Wextra -Werror -O1 -o "$work/c-consumer" \

@@ -46,6 +46,34 @@ def test_inputs_are_read_in_place_or_converted():
         s.run({"x": [[1, 2, 3], [4, 5, 6]]})
 
 
+def test_read_only_and_foreign_byte_order_inputs():
+    s = kiln.Session(ADD)
+    x = np.broadcast_to(np.float32(2), (2, 3))  # read-only, not contiguous
+    np.testing.assert_array_equal(s.run({"x": x})["y"], np.full((2, 3), 3, np.float32))
+    frozen = np.ones((2, 3), np.float32)
+    frozen.setflags(write=False)
+    np.testing.assert_array_equal(s.run({"x": frozen})["y"], frozen + 1)
+    with pytest.raises(kiln.UserError, match="byte order"):
+        s.run({"x": np.ones((2, 3), dtype=">f4")})
+
+
+def test_an_output_that_is_an_input_is_a_copy(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [x, y])
+    path = str(tmp_path / "passthrough.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    s = kiln.Session(path)
+    given = np.array([[1, -2, 3], [-4, 5, -6]], np.float32)
+    out = s.run({"x": given})
+    assert not np.shares_memory(out["x"], given)
+    given[:] = 0
+    np.testing.assert_array_equal(out["x"], [[1, -2, 3], [-4, 5, -6]])
+    np.testing.assert_array_equal(out["y"], [[1, 0, 3], [0, 5, 0]])
+
+
 def test_outputs_outlive_the_session():
     s = kiln.Session(ADD)
     y = s.run({"x": np.ones((2, 3), np.float32)})["y"]
