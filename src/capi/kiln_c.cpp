@@ -107,6 +107,7 @@ const char* kiln_status_name(kiln_status status) {
     case KILN_ERROR_UNSUPPORTED: return "unsupported";
     case KILN_ERROR_OUT_OF_MEMORY: return "out of memory";
     case KILN_ERROR_INTERNAL: return "internal error";
+    case KILN_STATUS_MAX_ENUM: break;  // not a status
   }
   return "unknown status";
 }
