@@ -105,9 +105,9 @@ std::pair<Outcome, std::string> check_case(const fs::path& dir, Mode mode, const
 }
 
 int run(const CheckArgs& a, const Options& options) {
-  Mode mode = a.mode == "reference" ? Mode::reference : a.mode == "compiled" ? Mode::compiled : Mode::eager;
-  if (a.mode != "eager" && a.mode != "reference" && a.mode != "compiled")
-    user_error("--mode must be eager, reference or compiled");
+  const std::optional<Mode> parsed = mode_from_name(a.mode);
+  if (!parsed) user_error("--mode must be eager, reference or compiled");
+  const Mode mode = *parsed;
   int passed = 0, failed = 0, skipped = 0;
   auto known = read_case_list(a.known_file, "--known");
   auto skips = read_case_list(a.skips_file, "--skips");

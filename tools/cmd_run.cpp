@@ -61,9 +61,7 @@ double percentile(const std::vector<double>& times, double q) {
 }
 
 Mode parse_mode(const std::string& m) {
-  if (m == "eager") return Mode::eager;
-  if (m == "reference") return Mode::reference;
-  if (m == "compiled") return Mode::compiled;
+  if (std::optional<Mode> mode = mode_from_name(m)) return *mode;
   user_error("--mode must be eager, reference or compiled, got '{}'", m);
 }
 

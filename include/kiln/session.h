@@ -3,7 +3,9 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/options.h"
@@ -20,6 +22,8 @@ enum class Mode {
               // post-ops; the nodes left run on their eager kernels
 };
 const char* mode_name(Mode m);
+// The mode of that name ("eager", "reference", "compiled"); nullopt for any other.
+std::optional<Mode> mode_from_name(std::string_view name);
 
 struct TensorInfo {
   std::string name;

@@ -65,28 +65,24 @@ NodeId OnnxGraphReader::add_node(OpKind op, std::vector<ValueId> inputs, const s
 
 std::string NodeForm::desc() const { return fmt::format("node '{}' ({}-{})", name, op_type, version); }
 
-int64_t NodeForm::int_attr(const char* attr, int64_t def) const {
-  auto it = attrs.find(attr);
-  if (it == attrs.end()) return def;
-  const auto* v = std::get_if<int64_t>(&it->second.value);
-  if (!v) user_error("{}: attribute '{}' must be an integer", desc(), attr);
+namespace {
+
+// The attribute `attr` of `node` as a T (`def` when absent); another type is the model's fault.
+template <class T>
+T typed_attr(const NodeForm& node, const char* attr, const T& def, const char* type_name) {
+  auto it = node.attrs.find(attr);
+  if (it == node.attrs.end()) return def;
+  const T* v = std::get_if<T>(&it->second.value);
+  if (!v) user_error("{}: attribute '{}' must be {}", node.desc(), attr, type_name);
   return *v;
 }
 
-double NodeForm::float_attr(const char* attr, double def) const {
-  auto it = attrs.find(attr);
-  if (it == attrs.end()) return def;
-  const auto* v = std::get_if<double>(&it->second.value);
-  if (!v) user_error("{}: attribute '{}' must be a float", desc(), attr);
-  return *v;
-}
+}  // namespace
 
+int64_t NodeForm::int_attr(const char* attr, int64_t def) const { return typed_attr(*this, attr, def, "an integer"); }
+double NodeForm::float_attr(const char* attr, double def) const { return typed_attr(*this, attr, def, "a float"); }
 std::string NodeForm::string_attr(const char* attr, const std::string& def) const {
-  auto it = attrs.find(attr);
-  if (it == attrs.end()) return def;
-  const auto* s = std::get_if<std::string>(&it->second.value);
-  if (!s) user_error("{}: attribute '{}' must be a string", desc(), attr);
-  return *s;
+  return typed_attr(*this, attr, def, "a string");
 }
 
 void NodeForm::attr_to_input(OnnxGraphReader& b, const char* attr, size_t index) {

@@ -121,13 +121,10 @@ class PySession {
     for (const auto& [name, value] : settings) options.set(name, value);
     if (device) options.set("device", *device);
     if (precision) options.set("precision", *precision);
-    kiln::Mode m;
-    if (mode == "compiled") m = kiln::Mode::compiled;
-    else if (mode == "eager") m = kiln::Mode::eager;
-    else if (mode == "reference") m = kiln::Mode::reference;
-    else throw kiln::UserError("mode must be compiled, eager or reference, got '" + mode + "'");
+    const std::optional<kiln::Mode> m = kiln::mode_from_name(mode);
+    if (!m) throw kiln::UserError("mode must be compiled, eager or reference, got '" + mode + "'");
     py::gil_scoped_release unlocked;  // preparing compiles and tunes: seconds
-    return kiln::Session::load_onnx(path, m, options, dims);
+    return kiln::Session::load_onnx(path, *m, options, dims);
   }
 
   kiln::Session session_;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "support/error.h"
 
@@ -87,10 +88,9 @@ void check_dims_known(const Graph& g, const std::map<std::string, int64_t>& dims
         symbols.push_back(d.symbol);
   for (const auto& [name, size] : dims) {
     if (std::find(symbols.begin(), symbols.end(), name) != symbols.end()) continue;
-    std::string list;
-    for (const auto& s : symbols) list += (list.empty() ? "" : ", ") + s;
     user_error("--dim {}={}: the model's inputs have no dimension '{}' ({})", name, size, name,
-               symbols.empty() ? std::string("they have only fixed sizes") : "their symbols: " + list);
+               symbols.empty() ? std::string("they have only fixed sizes")
+                               : fmt::format("their symbols: {}", fmt::join(symbols, ", ")));
   }
 }
 

@@ -21,6 +21,12 @@ const char* mode_name(Mode m) {
   return "?";
 }
 
+std::optional<Mode> mode_from_name(std::string_view name) {
+  for (Mode m : {Mode::eager, Mode::reference, Mode::compiled})
+    if (name == mode_name(m)) return m;
+  return std::nullopt;
+}
+
 struct Session::Impl {
   Mode mode;
   Options options;

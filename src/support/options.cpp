@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <charconv>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "support/error.h"
 
@@ -50,23 +51,17 @@ bool matches(std::string_view word, std::string_view pattern) {
   return std::all_of(word.begin() + prefix.size(), word.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::string joined(const std::vector<std::string_view>& w) {
-  std::string s;
-  for (std::string_view x : w) s += fmt::format("{}{}", s.empty() ? "" : ", ", x);
-  return s;
-}
-
 void check_accepted(std::string_view name, std::string_view accepted, const std::string& value) {
   constexpr std::string_view one_of = "one of: ", list_of = "list of: ", nonempty = "nonempty ";
   if (accepted.starts_with(nonempty)) {
     accepted.remove_prefix(nonempty.size());
     if (value.empty())
-      user_error("setting {}: needs at least one of {}", name, joined(words(accepted.substr(list_of.size()))));
+      user_error("setting {}: needs at least one of {}", name, fmt::join(words(accepted.substr(list_of.size())), ", "));
   }
   if (accepted.starts_with(one_of)) {
     std::vector<std::string_view> allowed = words(accepted.substr(one_of.size()));
     if (std::none_of(allowed.begin(), allowed.end(), [&](std::string_view a) { return matches(value, a); }))
-      user_error("setting {}: '{}' is not one of {}", name, value, joined(allowed));
+      user_error("setting {}: '{}' is not one of {}", name, value, fmt::join(allowed, ", "));
   } else if (accepted.starts_with(list_of)) {
     std::vector<std::string_view> allowed = words(accepted.substr(list_of.size()));
     std::vector<std::string_view> seen;
@@ -75,7 +70,7 @@ void check_accepted(std::string_view name, std::string_view accepted, const std:
       size_t comma = rest.find(',');
       std::string_view item = rest.substr(0, comma);
       if (std::none_of(allowed.begin(), allowed.end(), [&](std::string_view a) { return matches(item, a); }))
-        user_error("setting {}: '{}' is not one of {} (in '{}')", name, item, joined(allowed), value);
+        user_error("setting {}: '{}' is not one of {} (in '{}')", name, item, fmt::join(allowed, ", "), value);
       if (std::find(seen.begin(), seen.end(), item) != seen.end())
         user_error("setting {}: '{}' is listed twice in '{}'", name, item, value);
       seen.push_back(item);
