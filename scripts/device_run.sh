@@ -136,7 +136,7 @@ run() {
     sanitize memcheck "$memcheck_s" test_cuda_session "*"
   fi
   if [ "$racecheck_s" -gt 0 ]; then
-    sanitize racecheck "$racecheck_s" test_cuda "CudaRowGpu.*"
+    sanitize racecheck "$racecheck_s" test_cuda "Cases/CudaRowGpu.*"
     sanitize racecheck "$racecheck_s" test_cuda_session "CudaAttention.*"
   fi
 }

@@ -84,8 +84,16 @@ void check_accepted(std::string_view name, std::string_view accepted, const std:
 }
 template <typename Number>
 void check_accepted(std::string_view name, std::string_view accepted, Number value) {
-  constexpr std::string_view at_least = "at least ";
+  constexpr std::string_view at_least = "at least ", one_of = "one of: ";
   if (accepted.empty()) return;
+  if (accepted.starts_with(one_of)) {
+    std::vector<std::string_view> allowed = words(accepted.substr(one_of.size()));
+    if (std::none_of(allowed.begin(), allowed.end(), [&](std::string_view a) {
+          return static_cast<double>(value) == std::strtod(std::string(a).c_str(), nullptr);
+        }))
+      user_error("setting {}: {} is not one of {}", name, value, fmt::join(allowed, ", "));
+    return;
+  }
   KILN_INTERNAL_CHECK(accepted.starts_with(at_least), "setting {}: rule '{}' is not for numbers", name, accepted);
   double bound = std::strtod(std::string(accepted.substr(at_least.size())).c_str(), nullptr);
   // Written so that NaN fails too.

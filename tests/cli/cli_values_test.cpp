@@ -46,6 +46,7 @@ TEST(CliValues, SettingsOutsideTheirValuesAreRefused) {
   expect_refused("run --set autotune_budget_s=nan", {"setting autotune_budget_s: nan is not a number of at least 0"});
   expect_refused("run --set gemm_backends=", {"setting gemm_backends: needs at least one of template, onednn, blas"});
   expect_refused("run --set max_rank=x", {"setting max_rank: 'x' is not an integer"});
+  expect_refused("run --set cuda_attention_warps=3", {"setting cuda_attention_warps: 3 is not one of 0, 1, 2, 4"});
   expect_refused("run --set cuda_graphs=maybe", {"is not a boolean"});
   expect_refused("run --device tpu", {"setting device: 'tpu' is not one of cpu, cuda, cuda:N"});
   expect_refused("run --device cuda:x", {"'cuda:x' is not one of"});
@@ -54,11 +55,13 @@ TEST(CliValues, SettingsOutsideTheirValuesAreRefused) {
   expect_refused("run", {"setting debug: 'bogus' is not one of ir, route, fusion, codegen, ops, all"}, "KILN_DEBUG=bogus");
   expect_refused("run", {"setting debug: 'ir,' ends with a comma"}, "KILN_DEBUG=ir,");
   expect_refused("run", {"setting autotune: 'slow'"}, "KILN_AUTOTUNE=slow");
+  expect_refused("run", {"setting cuda_attention_warps: 8 is not one of"}, "KILN_CUDA_ATTENTION_WARPS=8");
 }
 
 TEST(CliValues, GoodValuesStillRun) {
   for (const std::string& args : {std::string("run --set debug= --iters 1"), std::string("run --set autotune=off --iters 1"),
-                                  std::string("run --set gemm_backends=blas,template --iters 1")}) {
+                                  std::string("run --set gemm_backends=blas,template --iters 1"),
+                                  std::string("run --set cuda_attention_warps=4 --iters 1")}) {
     CommandResult r = kiln(args, "KILN_DEBUG=ops,route");
     EXPECT_EQ(r.code, 0) << args << "\n" << r.out;
   }

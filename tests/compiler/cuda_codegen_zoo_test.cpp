@@ -30,6 +30,7 @@ struct Counts {
   int generated = 0, compiled = 0, library = 0, nodes = 0;
   int half_kernels = 0;  // distinct kernels that read or write bf16 / f16 memory
   int attention = 0;     // attention groups (their kernel compiled once per variant)
+  int softmax_outside = 0;  // Softmax nodes left to row kernels or node kernels (scores in memory)
   std::vector<std::string> missing;  // what has no device route
 };
 
@@ -69,10 +70,11 @@ class CudaCodegenBackend final : public backend::Backend {
       return std::make_unique<Unrun>();
     }
     std::vector<std::unique_ptr<backend::Kernel>> generated_kernels(
-        const Graph&, const std::vector<backend::GeneratedGroup>& groups) override {
+        const Graph& g, const std::vector<backend::GeneratedGroup>& groups) override {
       std::vector<std::unique_ptr<backend::Kernel>> kernels;
       for (const backend::GeneratedGroup& group : groups) {
         counts_.generated++;
+        for (NodeId n : group.nodes) counts_.softmax_outside += g.nodes[size_t(n)].op == OpKind::Softmax;
         const backend::cuda::GeneratedSource src = backend::cuda::emit_generated_cuda(group);
         if (compiled_.insert(src.name).second) {
           const backend::cuda::CompiledCubin c = backend::cuda::compile_to_cubin(src.code, src.name + ".cu", "sm_90a");
@@ -102,6 +104,7 @@ class CudaCodegenBackend final : public backend::Backend {
     }
     std::unique_ptr<backend::Kernel> node_kernel(const Graph& g, const Node& node) override {
       counts_.nodes++;
+      counts_.softmax_outside += node.op == OpKind::Softmax;
       if (!backend::cuda::has_node_kernel(g, node)) counts_.missing.push_back(std::string(op_name(node.op)));
       return std::make_unique<Unrun>();
     }
@@ -146,11 +149,16 @@ TEST_P(CudaCodegenZoo, EveryKernelCompilesWithNvrtcAndEveryNodeHasADeviceRoute) 
   }
   Options options;
   options.precision = precision;
-  options.cuda_attention = true;  // its groups compile too (off by default)
   Counts counts;
   CudaCodegenBackend backend(counts);
   compiler::Executable exe = compiler::compile(import_onnx(path.string(), options), backend, options, Mode::compiled, c.dims);
   EXPECT_GT(counts.library, 0);
+  // The default plan: every attention of the zoo is one kernel (a layer's self attention, trocr's
+  // decoder self and cross attention), and no Softmax is left with its [B,H,Sq,Sk] scores in memory.
+  const std::map<std::string, int> attention_groups{{"bert", 12}, {"distilbert", 6}, {"gpt2", 12},
+                                                    {"vit", 12}, {"trocr_small", 18}, {"resnet18", 0}};
+  if (attention_groups.count(c.name)) EXPECT_EQ(counts.attention, attention_groups.at(c.name)) << c.name;
+  EXPECT_EQ(counts.softmax_outside, 0) << c.name;
   if (c.has_generated) {
     EXPECT_GT(counts.compiled, 0);
   }

@@ -37,20 +37,24 @@ TEST_F(AttentionNvrtc, EveryTensorCoreVariantCompilesForSm90a) {
           ASSERT_TRUE(attention_uses_tensor_cores(spec));
           const std::string code = attention_mma_source("attention_mma_test", spec);
           EXPECT_NE(code.find(fmt::format("__launch_bounds__({})", 32 * warps)), std::string::npos);
+          // Two key-tile stages where both fit in static shared memory (head dims to 64), one past that.
+          EXPECT_NE(code.find(fmt::format("key-tile stages {}", d <= 64 ? 2 : 1)), std::string::npos);
           const CompiledCubin c = compile_to_cubin(code, "attention_mma_test.cu", "sm_90a");
           EXPECT_EQ(c.log, "") << dtype_name(t) << " D=" << d << " warps " << warps << "\n" << code;
           EXPECT_FALSE(c.cubin.empty());
         }
 }
 
-// Blocks shrink to one warp only where four would leave multiprocessors idle.
-TEST(AttentionSource, WarpsABlockFollowTheRowsThereAre) {
-  EXPECT_EQ(attention_mma_warps(12 * 128, 132), 1) << "bert at batch 1";
-  EXPECT_EQ(attention_mma_warps(12 * 512, 132), 2);
-  EXPECT_EQ(attention_mma_warps(12 * 2048, 132), 4);
-  EXPECT_EQ(attention_mma_warps(0, 132), 4) << "symbolic sizes";
-  EXPECT_EQ(attention_mma_warps(64 * 132, 132), 4);
-  EXPECT_EQ(attention_mma_warps(64 * 132 - 1, 132), 2);
+// Four warps a block, fewer only where a (batch, head) has too few query rows to give each warp 16.
+TEST(AttentionSource, WarpsABlockFollowTheQueryRows) {
+  EXPECT_EQ(attention_mma_warps(128), 4) << "bert";
+  EXPECT_EQ(attention_mma_warps(8192), 4);
+  EXPECT_EQ(attention_mma_warps(0), 4) << "symbolic sizes";
+  EXPECT_EQ(attention_mma_warps(33), 4);
+  EXPECT_EQ(attention_mma_warps(32), 2);
+  EXPECT_EQ(attention_mma_warps(17), 2);
+  EXPECT_EQ(attention_mma_warps(16), 1);
+  EXPECT_EQ(attention_mma_warps(1), 1);
   EXPECT_THROW(attention_mma_source("a", AttentionSpec{DType::bf16, 64, false, false, 3}), InternalError);
 }
 

@@ -5,6 +5,7 @@
 // unfused run, bf16 and fp16 by the low-precision rule. A run's profile names the attention step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -52,17 +53,20 @@ class CudaAttention : public ::testing::Test {
       m.data<float>()[1 * sk + j] = -INFINITY;
       m.data<float>()[2 * sk + j] = j == sk - 1 ? 0.0f : -INFINITY;
     }
-    if (sq > 3) in.at("q").data<float>()[3 * in.at("q").dim(2) * in.at("q").dim(3)] = NAN;
+    // Row 3 of batch 0, head 0 in the exporter's [B,S,H,D] layout (some query element in others).
+    Tensor& q = in.at("q");
+    if (sq > 3) q.data<float>()[std::min(3 * q.dim(2) * q.dim(3), q.numel() - 1)] = NAN;
     Tensor& k = in.at("k");
     k.data<float>()[k.numel() - 1] = INFINITY;
     return in;
   }
 
-  static void check(const std::string& text, const char* precision, bool hard) {
+  static void check(const std::string& text, const char* precision, bool hard, int64_t warps = 0) {
     Options options;
     options.device = "cuda";
     options.precision = precision;
-    options.cuda_attention = true;  // off by default (slower than the unfused chain today)
+    options.cuda_attention = true;  // the default, said here: these tests are about the fused kernel
+    options.cuda_attention_warps = warps;
     Session gpu = Session::from_graph(parse_graph(text), Mode::compiled, options, {});
     Session cpu = Session::from_graph(parse_graph(text), Mode::compiled, Options{}, {});
     for (uint64_t seed = 1; seed <= 3; ++seed) {  // launched, captured, replayed
@@ -99,12 +103,34 @@ TEST_F(CudaAttention, HalfPrecisionsKeepTheHardCases) {
   }
 }
 
-// Blocks of 1, 2 and 4 warps (attention_mma_warps: 12 x 128 rows take one warp a block on an H200, 12 x
-// 390 two, 2 x 12 x 390 four), each with the hard cases and query rows no block divides.
+// The block each size takes by default (attention_mma_warps: four warps at these query rows), with the
+// hard cases and query rows no block divides; then blocks of 1, 2 and 4 warps forced by the setting,
+// over one, two and parts of three key tiles (the two-stage pipeline), and over fewer keys than a tile.
 TEST_F(CudaAttention, EveryBlockSizeKeepsTheHardCases) {
   check(exported(1, 128, 128, 12, 64, true), "bf16", true);
   check(exported(1, 390, 390, 12, 64, true), "bf16", true);
   check(exported(2, 390, 200, 12, 64, false), "fp16", true);
+  for (int64_t warps : {1, 2, 4}) {
+    SCOPED_TRACE(fmt::format("{} warps", warps));
+    check(exported(1, 77, 150, 2, 64, true), "bf16", true, warps);
+    check(exported(1, 33, 64, 3, 128, false), "fp16", true, warps);  // one stage: head dim 128
+    check(exported(2, 20, 9, 2, 16, true), "bf16", true, warps);    // fewer keys than a tile
+  }
+}
+
+// K given already transposed ([B,H,D,Sk], as some exporters write it): its head-dim stride is Sk, so
+// the kernel loads element by element instead of by 16-byte asynchronous copies.
+TEST_F(CudaAttention, AnOperandWithoutUnitHeadDimStrideTakesTheElementLoads) {
+  for (int64_t warps : {1, 4}) {
+    SCOPED_TRACE(fmt::format("{} warps", warps));
+    const int64_t b = 1, h = 2, sq = 45, sk = 70, d = 32;
+    const std::string text = fmt::format(
+        "graph g(%q: f32[{b},{h},{sq},{d}], %k: f32[{b},{h},{d},{sk}], %v: f32[{b},{h},{sk},{d}], %m: f32[{b},1,{sq},{sk}])"
+        " -> (%y) {{\n  const %c: f32[] = [0.17677669]\n  %s = MatMul(%q, %k)\n  %sc = Mul(%s, %c)\n"
+        "  %sm = Add(%sc, %m)\n  %p = Softmax(%sm) {{axis=-1}}\n  %y = MatMul(%p, %v)\n}}\n",
+        fmt::arg("b", b), fmt::arg("h", h), fmt::arg("sq", sq), fmt::arg("sk", sk), fmt::arg("d", d));
+    check(text, "bf16", true, warps);
+  }
 }
 
 // Q, K and V made from x [B,S,E] (E = H*D) by one product split along its last axis (gpt2's form), or

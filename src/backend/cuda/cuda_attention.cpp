@@ -25,12 +25,13 @@ namespace {
 
 class AttentionKernel final : public Kernel {
  public:
-  AttentionKernel(const CudaRuntime& runtime, const Graph& g, const schedule::AttentionGroup& a, ModuleCache& modules)
+  AttentionKernel(const CudaRuntime& runtime, const Graph& g, const schedule::AttentionGroup& a, int warps,
+                  ModuleCache& modules)
       : runtime_(runtime),
         a_(a),
         what_(g.describe(g.nodes[size_t(a.nodes.back())])),
         spec_{g.value(a.q).type.dtype, a.head_dim, a.mask != kNoValue, a.guard,
-              attention_mma_warps(static_rows(g, a), runtime.info().sm_count)},
+              warps > 0 ? warps : attention_mma_warps(static_query_rows(g, a))},
         tensor_cores_(attention_uses_tensor_cores(spec_)),
         function_(compiled(spec_, modules)) {}
 
@@ -97,14 +98,10 @@ class AttentionKernel final : public Kernel {
     std::array<long long, 4> strides{};
     CUdeviceptr offset = 0;  // elements from the tensor's start
   };
-  // batch x heads x Sq: the output's elements over D; 0 when a dim is symbolic.
-  static int64_t static_rows(const Graph& g, const schedule::AttentionGroup& a) {
-    int64_t n = 1;
-    for (const Dim& d : g.value(a.output).type.shape) {
-      if (!d.is_static()) return 0;
-      n *= d.value;
-    }
-    return a.head_dim > 0 ? n / a.head_dim : 0;
+  // Sq, the query rows a (batch, head); 0 when symbolic.
+  static int64_t static_query_rows(const Graph& g, const schedule::AttentionGroup& a) {
+    const Dim& d = g.value(a.output).type.shape[size_t(a.out_perm[2])];
+    return d.is_static() ? d.value : 0;
   }
   // Named by its content (the text with a placeholder name), as the generated kernels are.
   static Function compiled(const AttentionSpec& spec, ModuleCache& modules) {
@@ -154,10 +151,11 @@ class AttentionKernel final : public Kernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_attention_kernel(const CudaRuntime& runtime, const Graph& g,
-                                              const schedule::AttentionGroup& group, ModuleCache& modules) {
+                                              const schedule::AttentionGroup& group, const Options& options,
+                                              ModuleCache& modules) {
   const DType t = g.value(group.q).type.dtype;
   if (t != DType::f32 && t != DType::bf16 && t != DType::f16) return nullptr;
-  return std::make_unique<AttentionKernel>(runtime, g, group, modules);
+  return std::make_unique<AttentionKernel>(runtime, g, group, static_cast<int>(options.cuda_attention_warps), modules);
 }
 
 }  // namespace kiln::backend::cuda

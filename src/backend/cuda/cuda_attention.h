@@ -5,6 +5,7 @@
 
 #include "backend/kernel.h"
 #include "kiln/graph.h"
+#include "kiln/options.h"
 #include "schedule/fuse_attention.h"
 
 namespace kiln::backend::cuda {
@@ -27,10 +28,11 @@ inline constexpr int kAttentionThreads = 128;
 inline constexpr int kAttentionRowsPerBlock = 8;
 inline constexpr int kAttentionMmaRowsPerWarp = 16;
 
-// The tensor-core kernel's warps a block for `rows` query rows in all (batch x heads x Sq; 0 when not
-// static) on `sms` multiprocessors: 4 when even so every multiprocessor gets a block, fewer, smaller
-// blocks otherwise (bert at batch 1: 12 x 128 rows take 96 blocks of one warp, not 24 of four).
-int attention_mma_warps(int64_t rows, int sms);
+// The tensor-core kernel's warps a block for Sq query rows a (batch, head) (0 when not static): 4,
+// fewer only where the rows would leave warps idle. Four beat one and two at every size measured on
+// the H200, bert's 12 x 128 rows in 24 blocks among them (docs/PERFORMANCE.md, session 11): a block's
+// warps share its key tiles, and the few blocks still start at once.
+int attention_mma_warps(int64_t sq);
 
 // The CUDA C++ of the CUDA-core kernel (cuda_attention_source.cpp), extern "C" `name` (the NVRTC-only
 // test compiles it).
@@ -43,7 +45,9 @@ bool attention_uses_tensor_cores(const AttentionSpec& spec);
 std::string attention_mma_source(const std::string& name, const AttentionSpec& spec);
 
 // The group's kernel; null for a dtype it does not take (the nodes then stay with the other passes).
+// options.cuda_attention_warps, when not 0, sets the tensor-core kernel's warps a block.
 std::unique_ptr<Kernel> make_attention_kernel(const CudaRuntime& runtime, const Graph& g,
-                                              const schedule::AttentionGroup& group, ModuleCache& modules);
+                                              const schedule::AttentionGroup& group, const Options& options,
+                                              ModuleCache& modules);
 
 }  // namespace kiln::backend::cuda

@@ -46,7 +46,7 @@ class CudaCompile final : public BackendCompile {
   }
 
   std::unique_ptr<Kernel> attention_kernel(const Graph& g, const schedule::AttentionGroup& group) override {
-    return make_attention_kernel(runtime_, g, group, modules_);
+    return make_attention_kernel(runtime_, g, group, options_, modules_);
   }
 
   std::unique_ptr<Kernel> node_kernel(const Graph& g, const Node& node) override {
