@@ -65,7 +65,7 @@ class CudaAttention : public ::testing::Test {
     Options options;
     options.device = "cuda";
     options.precision = precision;
-    options.cuda_attention = true;  // the default, said here: these tests are about the fused kernel
+    options.cuda_attention = "on";  // fp32 too (auto leaves fp32 to the unfused chain)
     options.cuda_attention_warps = warps;
     Session gpu = Session::from_graph(parse_graph(text), Mode::compiled, options, {});
     Session cpu = Session::from_graph(parse_graph(text), Mode::compiled, Options{}, {});
@@ -167,7 +167,7 @@ TEST_F(CudaAttention, ProjectionsSplitOrMergedAreReadAsColumnsOfOneProduct) {
       Options options;
       options.device = "cuda";
       options.precision = precision;
-      options.cuda_attention = true;
+      options.cuda_attention = "on";
       Session gpu = Session::from_graph(g, Mode::compiled, options, {});
       Session cpu = Session::from_graph(g, Mode::compiled, Options{}, {});
       for (uint64_t seed = 1; seed <= 3; ++seed) {

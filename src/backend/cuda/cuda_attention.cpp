@@ -150,11 +150,18 @@ class AttentionKernel final : public Kernel {
 
 }  // namespace
 
+bool attention_fused(const Options& options, DType dtype, int64_t head_dim) {
+  if (options.cuda_attention == "on") return true;
+  if (options.cuda_attention == "off") return false;
+  return attention_uses_tensor_cores(AttentionSpec{dtype, head_dim, false, false});
+}
+
 std::unique_ptr<Kernel> make_attention_kernel(const CudaRuntime& runtime, const Graph& g,
                                               const schedule::AttentionGroup& group, const Options& options,
                                               ModuleCache& modules) {
   const DType t = g.value(group.q).type.dtype;
   if (t != DType::f32 && t != DType::bf16 && t != DType::f16) return nullptr;
+  if (!attention_fused(options, t, group.head_dim)) return nullptr;
   return std::make_unique<AttentionKernel>(runtime, g, group, static_cast<int>(options.cuda_attention_warps), modules);
 }
 

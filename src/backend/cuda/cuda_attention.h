@@ -44,8 +44,13 @@ std::string attention_source(const std::string& name, const AttentionSpec& spec)
 bool attention_uses_tensor_cores(const AttentionSpec& spec);
 std::string attention_mma_source(const std::string& name, const AttentionSpec& spec);
 
-// The group's kernel; null for a dtype it does not take (the nodes then stay with the other passes).
-// options.cuda_attention_warps, when not 0, sets the tensor-core kernel's warps a block.
+// Whether a group of `dtype` and `head_dim` becomes one kernel under options.cuda_attention: "on"
+// always, "auto" where the tensor-core kernel takes it, "off" never.
+bool attention_fused(const Options& options, DType dtype, int64_t head_dim);
+
+// The group's kernel; null where attention_fused says no or for a dtype it does not take (the nodes
+// then stay with the other passes). options.cuda_attention_warps, when not 0, sets the tensor-core
+// kernel's warps a block.
 std::unique_ptr<Kernel> make_attention_kernel(const CudaRuntime& runtime, const Graph& g,
                                               const schedule::AttentionGroup& group, const Options& options,
                                               ModuleCache& modules);

@@ -87,7 +87,7 @@ Fusions cuda_fusions(const Options& options) {
                  .pointwise = true,
                  .pointwise_singletons = true,
                  .half_floats = true,
-                 .attention = options.cuda_attention,
+                 .attention = options.cuda_attention != "off",
                  .sibling_matmuls = options.cuda_merge_matmuls,
                  .gemm_as_matmul = options.cuda_gemm_as_matmul};
 }
