@@ -19,7 +19,7 @@
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${KILN_FUZZ_DIR:-$root/build-fuzz}"
-all_targets=(fuzz_onnx_import fuzz_npy fuzz_tensor_pb fuzz_ir_parser fuzz_settings)
+all_targets=(fuzz_onnx_import fuzz_npy fuzz_tensor_pb fuzz_ir_parser fuzz_settings fuzz_saved_model)
 
 usage() {
   echo "usage: $0 TARGET|all SECONDS [JOBS] | replay [TARGET] | unit   (targets: ${all_targets[*]})" >&2

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <omp.h>
+#include <optional>
 #include <sys/resource.h>
 
 #include "kiln/graph.h"
@@ -14,6 +15,7 @@
 #include "kiln/tensor_io.h"
 #include "ops/node_runner.h"
 #include "runtime/inputs.h"
+#include "runtime/saved_model.h"
 #include "support/error.h"
 #include "tools/commands.h"
 #include "runtime/demo_model.h"
@@ -97,16 +99,29 @@ int run(const RunArgs& a, Options options) {
   }
   std::map<std::string, int64_t> dims = parse_dims(a.dims);
 
-  Graph graph = a.model.empty() ? demo_transformer() : import_onnx(a.model, options);
-  for (const auto& [name, t] : given) {
-    bool known = false;
-    for (ValueId id : graph.inputs) known = known || graph.value(id).name == name;
-    if (!known) user_error("--input {}: the model has no input of that name", name);
-  }
-  check_dims_known(graph, dims);
-  dims = resolve_dims(graph, given, dims);
+  auto check_input_names = [&given](const Graph& graph) {
+    for (const auto& [name, t] : given) {
+      bool known = false;
+      for (ValueId id : graph.inputs) known = known || graph.value(id).name == name;
+      if (!known) user_error("--input {}: the model has no input of that name", name);
+    }
+  };
+  // A saved model (kiln compile -o) is its own prepared graph: its preparation is all of loading it.
+  const bool saved = !a.model.empty() && runtime::is_saved_model(a.model);
   auto t0 = std::chrono::steady_clock::now();
-  Session session = Session::from_graph(std::move(graph), mode, options, dims);
+  std::optional<Session> prepared;
+  if (saved) {
+    prepared.emplace(Session::load_file(a.model, mode, options, dims));
+    check_input_names(prepared->graph());
+  } else {
+    Graph graph = a.model.empty() ? demo_transformer() : import_onnx(a.model, options);
+    check_input_names(graph);
+    check_dims_known(graph, dims);
+    dims = resolve_dims(graph, given, dims);
+    t0 = std::chrono::steady_clock::now();
+    prepared.emplace(Session::from_graph(std::move(graph), mode, options, dims));
+  }
+  const Session& session = *prepared;
   double prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::map<std::string, Tensor> inputs = make_inputs(session.graph(), given, a.seed);
 
@@ -168,6 +183,8 @@ int run(const RunArgs& a, Options options) {
     j["kernels"] = session.stats().kernels;
     RunStats st = session.stats();
     j["fused_kernels"] = st.fused_kernels;
+    j["autotune_benchmarks"] = st.autotune_benchmarks;
+    j["saved_model"] = saved;
     j["library_kernels"] = st.library_kernels;
     j["views"] = st.views;
     j["buffers"] = st.buffers;
@@ -212,7 +229,7 @@ int run(const RunArgs& a, Options options) {
 Command add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "run a model (default: a small bundled transformer)");
-  cmd->add_option("model", args->model, "an .onnx file");
+  cmd->add_option("model", args->model, "an .onnx file, or a saved model (kiln compile -o)");
   cmd->add_option("--mode", args->mode, "compiled (default: fused generated kernels and library calls), eager (one kernel per op) or reference (the fp64 oracle)");
   cmd->add_option("--device", args->device, "cpu (default) or cuda / cuda:N: where the model runs (the `device` setting)");
   cmd->add_option("--precision", args->precision,

@@ -55,8 +55,9 @@ kiln_status kiln_options_create(kiln_options** out);
 kiln_status kiln_options_set(kiln_options* options, const char* name, const char* value);
 void kiln_options_destroy(kiln_options* options);
 
-/* Loads and prepares the model at `path`. `options` may be NULL (the environment's). dim_names[i] gets
-   size dim_sizes[i] (symbolic input dimensions such as batch or seq); num_dims may be 0. */
+/* Loads and prepares the model at `path`: an ONNX file, or a saved model (`kiln compile -o`, which loads
+   without compiling, in its own mode, sizes and settings). `options` may be NULL (the environment's).
+   dim_names[i] gets size dim_sizes[i] (symbolic input dimensions such as batch or seq); num_dims may be 0. */
 kiln_status kiln_session_load(const char* path, kiln_mode mode, const kiln_options* options,
                               const char* const* dim_names, const int64_t* dim_sizes, size_t num_dims,
                               kiln_session** out);

@@ -75,6 +75,17 @@ class Session {
                            const std::map<std::string, int64_t>& dims = {});
   static Session from_graph(Graph graph, Mode mode, const Options& options,
                             const std::map<std::string, int64_t>& dims = {});
+  // Loads an ONNX file or a saved model (`kiln compile -o`, told apart by its first bytes). A saved
+  // model prepares without compiling or benchmarking, in the mode, sizes and settings it was compiled
+  // with: `mode` and `dims` must agree with them, and a setting of `options` changed from its default
+  // must have the file's value (debug, dump_dir, compile_jobs and cache_dir excepted). A damaged file,
+  // one from another kiln build or for another machine is a user error.
+  static Session load_file(const std::string& path, Mode mode, const Options& options,
+                           const std::map<std::string, int64_t>& dims = {});
+  // from_graph, then the compiled model written to `path` as a saved model (CPU only), which
+  // load_file reads back.
+  static Session compile_to_file(Graph graph, Mode mode, const Options& options,
+                                 const std::map<std::string, int64_t>& dims, const std::string& path);
   ~Session();
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;

@@ -137,6 +137,10 @@ Autotuner::Autotuner(const Options& options, std::filesystem::path db_file, Warn
       warn_(warn ? std::move(warn) : WarnSink(warn_to_stderr)) {
   if (!std::isfinite(budget_s_) || budget_s_ < 0)
     user_error("setting autotune_budget_s: {} is not a number of seconds >= 0", budget_s_);
+  if (options.require_cached) {  // nothing is benchmarked: a tune without a stored winner takes the default
+    budget_s_ = 0;
+    budget_warned_ = true;
+  }
   if (!db_file.empty()) store_ = std::make_unique<TuningStore>(std::move(db_file), warn_);
 }
 

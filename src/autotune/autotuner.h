@@ -8,7 +8,7 @@
 //   2. A stored winner for the key (op signature, shape key, dtype, device key, library versions,
 //      settings key, kiln version), measured at least as thoroughly as the current mode (max > fast)
 //      and among the offered choices: that one, no benchmark (from_db).
-//   3. Budget (autotune_budget_s, for everything one Autotuner tunes, preparing and checking
+//   3. (require_cached: no budget at all, and no warning about it.) Budget (autotune_budget_s, for everything one Autotuner tunes, preparing and checking
 //      included) spent: the default candidate, no benchmark, said once as a warning and in the
 //      summary per op. A tune that starts within the budget finishes (after limits.min_rounds once
 //      the budget runs out on the way).

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "autotune/sqlite_statement.h"
+#include "support/error.h"
 
 namespace kiln::autotune {
 namespace {
@@ -65,6 +66,17 @@ int64_t now_unix() { return static_cast<int64_t>(std::time(nullptr)); }
 }  // namespace
 
 void warn_to_stderr(const std::string& line) { std::fprintf(stderr, "[autotune] warning: %s\n", line.c_str()); }
+
+void snapshot_tuning_store(const std::filesystem::path& from, const std::filesystem::path& to) {
+  SqliteConnection db;
+  std::string why;
+  if (!db.open(from.string(), SQLITE_OPEN_READONLY, why)) user_error("cannot read the tuning store {}: {}", from.string(), why);
+  sqlite3_busy_timeout(db.get(), 5000);
+  SqliteStatement vacuum(db.get(), "VACUUM INTO ?1");
+  vacuum.bind(1, to.string());
+  if (vacuum.prepare_code() != SQLITE_OK || vacuum.step() != SQLITE_DONE)
+    user_error("cannot copy the tuning store {} to {}: {}", from.string(), to.string(), db.last_error());
+}
 
 std::string this_host_name() {
   char name[256] = {};

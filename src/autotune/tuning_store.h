@@ -101,6 +101,10 @@ class TuningStore {
   bool warned_ = false;
 };
 
+// A consistent copy of the store file `from` written to `to` (which must not exist), for a saved model
+// (SQLite's VACUUM INTO: other processes may be writing meanwhile). A user error if it cannot be made.
+void snapshot_tuning_store(const std::filesystem::path& from, const std::filesystem::path& to);
+
 // The name of this host (for attempt markers), "" if unknown.
 std::string this_host_name();
 

@@ -147,7 +147,7 @@ kiln_status kiln_session_load(const char* path, kiln_mode mode, const kiln_optio
         throw kiln::UserError(std::string("kiln_session_load: dimension '") + dim_names[i] + "' given twice");
     }
     const kiln::Options o = options ? options->options : kiln::Options::from_environment();
-    auto s = std::make_unique<kiln_session>(kiln_session{kiln::Session::load_onnx(path, m, o, dims), {}, {}});
+    auto s = std::make_unique<kiln_session>(kiln_session{kiln::Session::load_file(path, m, o, dims), {}, {}});
     for (const kiln::TensorInfo& i : s->session.inputs()) s->input_names.push_back(i.name);
     for (const kiln::TensorInfo& i : s->session.outputs()) s->output_names.push_back(i.name);
     *out = s.release();

@@ -11,6 +11,7 @@
 
 #include "ir/irtext.h"
 #include "ir/text_lexer.h"
+#include "kiln/errors.h"
 
 namespace kiln {
 namespace {
@@ -23,7 +24,7 @@ bool looks_float(std::string_view s) { return s.find_first_of(".eEnNiI") != std:
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : lex_(text) { advance(); }
+  Parser(std::string_view text, const DataSource* data) : lex_(text), data_(data) { advance(); }
 
   Graph parse() {
     expect_word("graph");
@@ -184,6 +185,7 @@ class Parser {
       if (!d.is_static() || d.value < 0) fail(type_at, "a constant needs a static type, not {}", type_string(t));
       if (__builtin_mul_overflow(numel, d.value, &numel)) fail(type_at, "element count of {} overflows", type_string(t));
     }
+    if (tok_.is_punct("<") && data_ != nullptr) return parse_data_reference(t);
     if (tok_.is_punct("<"))
       fail(tok_, "the constant's values were elided when the graph was printed; print it with "
                  "PrintOptions::inline_all to get text that parses back");
@@ -202,6 +204,22 @@ class Parser {
     Tensor r = Tensor::empty(t.dtype, static_dims(t.shape));
     if (!bytes.empty()) std::memcpy(r.raw(), bytes.data(), bytes.size());
     return r;
+  }
+  // `<data N>`: the tensor comes from the data source.
+  Tensor parse_data_reference(const TensorType& t) {
+    advance();
+    if (!tok_.is_word("data")) fail(tok_, "expected 'data' after '<', found {}", tok_.describe());
+    advance();
+    Token at = tok_;
+    if (tok_.kind != TokKind::Number) fail(tok_, "expected a data section number, found {}", tok_.describe());
+    int64_t index = parse_int(tok_, "a data section number");
+    advance();
+    expect_punct(">");
+    try {
+      return (*data_)(index, t);
+    } catch (const UserError& e) {
+      fail(at, "data section {}: {}", index, e.what());
+    }
   }
   // `[values]` for the declared type, or `type [values]` when the tensor's type differs from it.
   // The tensor must fit the declared type (as the verifier demands) unless that is unknown.
@@ -423,6 +441,7 @@ class Parser {
   }
 
   irtext::Lexer lex_;
+  const DataSource* data_;  // null: `<data N>` is refused
   Token tok_;
   Graph g_;
   std::unordered_map<std::string, ValueId> defined_;
@@ -431,6 +450,7 @@ class Parser {
 
 }  // namespace
 
-Graph parse_graph(std::string_view text) { return Parser(text).parse(); }
+Graph parse_graph(std::string_view text) { return Parser(text, nullptr).parse(); }
+Graph parse_graph(std::string_view text, const DataSource& data) { return Parser(text, &data).parse(); }
 
 }  // namespace kiln

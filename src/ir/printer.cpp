@@ -197,6 +197,8 @@ std::string op_text(OpKind op) {
 
 std::string print_tensor_values(const Tensor& t, const PrintOptions& o) {
   if (t.numel() > 0 && t.raw() == nullptr) return fmt::format("<no data, {} elements>", t.numel());
+  if (!o.inline_all && t.numel() > o.max_inline_elements && o.external_data)
+    return fmt::format("<data {}>", o.external_data(t));
   if (!o.inline_all && t.numel() > o.max_inline_elements)
     return fmt::format("<elided {} bytes fnv={:016x}>", t.nbytes(), fnv1a(t.raw(), t.nbytes()));
   std::string s = "[";

@@ -18,9 +18,11 @@
 // Attributes: 3, 0.5 (floats always carry '.', 'e', nan or inf), "text", [1, 2], [0.5, 1.0],
 // ["a", "b"], ints[] / floats[] / strings[] when empty, and tensors as `f32[2] [1, 2]`.
 // Constants larger than max_inline_elements print as `<elided N bytes fnv=HEX>`, which the parser
-// refuses.
+// refuses, or, with PrintOptions::external_data, as `<data N>`: the values are kept outside the text
+// (a saved model's data sections) and the parser gets them back from its DataSource.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "kiln/graph.h"
@@ -30,6 +32,8 @@ namespace kiln {
 struct PrintOptions {
   int64_t max_inline_elements = 16;  // larger constants and tensor attributes are elided...
   bool inline_all = false;           // ...unless this is set (then the text always parses back)
+  // Set: a larger tensor is handed to it and printed as `<data N>`, N being what it returned.
+  std::function<int64_t(const Tensor&)> external_data;
 };
 
 std::string print_graph(const Graph& g, const PrintOptions& options = {});

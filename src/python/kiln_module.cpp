@@ -124,7 +124,7 @@ class PySession {
     const std::optional<kiln::Mode> m = kiln::mode_from_name(mode);
     if (!m) throw kiln::UserError("mode must be compiled, eager or reference, got '" + mode + "'");
     py::gil_scoped_release unlocked;  // preparing compiles and tunes: seconds
-    return kiln::Session::load_onnx(path, *m, options, dims);
+    return kiln::Session::load_file(path, *m, options, dims);
   }
 
   kiln::Session session_;
@@ -153,7 +153,7 @@ PYBIND11_MODULE(kiln, m) {
            py::arg("path"), py::arg("mode") = "compiled", py::arg("device") = py::none(),
            py::arg("precision") = py::none(), py::arg("dims") = std::map<std::string, int64_t>{},
            py::arg("settings") = std::map<std::string, std::string>{},
-           "loads an ONNX file; dims sizes its symbolic input dimensions, settings as `kiln settings` lists")
+           "loads an ONNX file or a saved model (kiln compile -o); dims sizes its symbolic input dimensions, settings as `kiln settings` lists")
       .def("run", &PySession::run, py::arg("feeds"), "runs on {name: array}; returns {name: array}")
       .def_property_readonly("inputs", &PySession::inputs)
       .def_property_readonly("outputs", &PySession::outputs)

@@ -9,6 +9,8 @@
 #include "onnx/import.h"
 #include "runtime/backends.h"
 #include "runtime/executor.h"
+#include "runtime/saved_model.h"
+#include "support/error.h"
 
 namespace kiln {
 
@@ -79,6 +81,27 @@ Session Session::from_graph(Graph graph, Mode mode, const Options& options,
   impl->backend = runtime::make_backend(options, mode);
   impl->exe = compiler::compile(std::move(graph), *impl->backend, options, mode, dims);
   return Session(std::move(impl));
+}
+
+Session Session::load_file(const std::string& path, Mode mode, const Options& options,
+                           const std::map<std::string, int64_t>& dims) {
+  if (!runtime::is_saved_model(path)) return load_onnx(path, mode, options, dims);
+  runtime::SavedModel saved = runtime::read_saved_model(path, options, mode, dims, [](const Options& o, Mode m) {
+    return runtime::make_backend(o, m)->device_key(o);
+  });
+  // The unpacked folder goes once the kernels are loaded: nothing reads the cache after a compile.
+  return from_graph(std::move(saved.graph), saved.mode, saved.options, saved.dims);
+}
+
+Session Session::compile_to_file(Graph graph, Mode mode, const Options& options,
+                                 const std::map<std::string, int64_t>& dims, const std::string& path) {
+  if (options.device != "cpu")  // before the compile, which may take long
+    user_error("{}: saved models hold CPU kernels only so far (device {}); a CUDA model compiles when it loads",
+               path, options.device);
+  Graph imported = graph;  // the file holds the graph as given: loading compiles it again
+  Session session = from_graph(std::move(graph), mode, options, dims);
+  runtime::write_saved_model(path, imported, mode, options, dims, session.impl_->backend->device_key(options));
+  return session;
 }
 
 std::vector<TensorInfo> Session::inputs() const {

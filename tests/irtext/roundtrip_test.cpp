@@ -228,6 +228,50 @@ TEST(IrTextRoundTrip, ElidedConstantsAreRefused) {
   expect_round_trip(g);
 }
 
+TEST(IrTextRoundTrip, ExternalDataComesBackFromTheDataSource) {
+  GraphBuilder b;
+  ValueId w = b.constant("w", random_uniform(DType::f32, {4, 5}, -1, 1, 3));
+  ValueId v = b.constant("v", random_uniform(DType::bf16, {3, 7}, -1, 1, 4));
+  b.output(b.op(OpKind::Neg, {w}));
+  b.output(b.op(OpKind::Neg, {v}));
+  Graph g = b.build();
+  std::vector<Tensor> data;
+  PrintOptions external;
+  external.external_data = [&](const Tensor& t) {
+    data.push_back(t);
+    return static_cast<int64_t>(data.size() - 1);
+  };
+  const std::string text = print_graph(g, external);
+  EXPECT_NE(text.find("const %w: f32[4,5] = <data 0>"), std::string::npos) << text;
+  EXPECT_NE(text.find("const %v: bf16[3,7] = <data 1>"), std::string::npos) << text;
+  ASSERT_EQ(data.size(), 2u);
+
+  std::vector<TensorType> asked;
+  DataSource source = [&](int64_t index, const TensorType& type) {
+    asked.push_back(type);
+    if (index < 0 || index >= static_cast<int64_t>(data.size())) user_error("no section {}", index);
+    return data[size_t(index)];
+  };
+  Graph back = parse_graph(text, source);
+  EXPECT_EQ(print_graph(back, all_values()), print_graph(g, all_values()));
+  ASSERT_EQ(asked.size(), 2u);
+  EXPECT_EQ(type_string(asked[1]), "bf16[3,7]");
+
+  // Without a source `<data N>` is refused like an elided constant; a bad index names the line.
+  EXPECT_THROW(parse_graph(text), UserError);
+  std::string bad = text;
+  bad.replace(bad.find("<data 1>"), 8, "<data 9>");
+  try {
+    parse_graph(bad, source);
+    FAIL() << "a missing data section parsed";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("data section 9: no section 9"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("IR text 3:"), std::string::npos) << e.what();
+  }
+  bad.replace(bad.find("<data 9>"), 8, "<blob 1>");
+  EXPECT_THROW(parse_graph(bad, source), UserError);
+}
+
 TEST(IrTextRoundTrip, ConstantTypeDiffersFromTensor) {
   Graph g;
   ValueId c = g.add_constant("c", Tensor::from_vector<float>(DType::f32, {2}, {1, 2}));

@@ -1,5 +1,6 @@
 """The Python module `kiln` (src/python/kiln_module.cpp): sessions, numpy in and out, errors."""
 import os
+import subprocess
 import threading
 
 import numpy as np
@@ -121,3 +122,19 @@ def test_runs_from_threads():
         th.join()
     for t in range(4):
         np.testing.assert_array_equal(results[t], np.full((2, 3), t + 1, np.float32))
+
+
+def test_a_saved_model_loads_and_a_damaged_one_is_refused(tmp_path):
+    # kiln compile -o writes it (the module has no compile-to-file call); Session(path) tells it from ONNX.
+    saved = tmp_path / "add.kiln"
+    env = dict(os.environ, KILN_CACHE_DIR=str(tmp_path / "cache"))
+    subprocess.run([os.environ["KILN_BINARY"], "compile", ADD, "-o", str(saved)], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    s = kiln.Session(str(saved))
+    x = np.array([[0.5, -1, np.inf], [np.nan, -0.0, 3]], dtype=np.float32)
+    np.testing.assert_array_equal(s.run({"x": x})["y"], x + 1)
+    damaged = bytearray(saved.read_bytes())
+    damaged[len(damaged) // 2] ^= 0x10
+    (tmp_path / "damaged.kiln").write_bytes(bytes(damaged))
+    with pytest.raises(kiln.UserError, match="damaged"):
+        kiln.Session(str(tmp_path / "damaged.kiln"))

@@ -38,6 +38,7 @@ struct CompiledKernel : BuiltKernel {
 
 // Makes sure every kernel is in the cache (compiling the misses); loads nothing. `features` must be a
 // subset of this CPU's (building for a smaller CPU is fine, for a larger one is an InternalError).
+// With options.require_cached a kernel not in the cache is a user error (nothing is compiled).
 // A compile failure is an InternalError with the compiler's first lines of output and the path of a
 // kept copy of the failing source.
 std::vector<BuiltKernel> build_kernels(const std::vector<KernelSource>& sources, const Options& options,

@@ -53,6 +53,10 @@ bool read_all(int fd, std::string& out) {
 }
 
 void write_file_synced(const std::filesystem::path& path, std::string_view data) {
+  write_private_file(path, data, /*sync=*/true);
+}
+
+void write_private_file(const std::filesystem::path& path, std::string_view data, bool sync) {
   ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (fd.get() < 0) user_error("cannot write '{}': {}", path.string(), std::strerror(errno));
   while (!data.empty()) {
@@ -61,7 +65,7 @@ void write_file_synced(const std::filesystem::path& path, std::string_view data)
     if (n < 0) user_error("cannot write '{}': {}", path.string(), std::strerror(errno));
     data.remove_prefix(static_cast<size_t>(n));
   }
-  if (::fsync(fd.get()) != 0) user_error("cannot sync '{}': {}", path.string(), std::strerror(errno));
+  if (sync && ::fsync(fd.get()) != 0) user_error("cannot sync '{}': {}", path.string(), std::strerror(errno));
 }
 
 void fsync_dir(const std::filesystem::path& dir) {

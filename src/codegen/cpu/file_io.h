@@ -36,6 +36,8 @@ bool read_all(int fd, std::string& out);
 
 // Creates or replaces `path` (mode 0600) with `data` and fsyncs it; a user error if that fails.
 void write_file_synced(const std::filesystem::path& path, std::string_view data);
+// The same, fsynced only when `sync` is true.
+void write_private_file(const std::filesystem::path& path, std::string_view data, bool sync);
 
 // fsync of a folder, so that renames into it survive a crash; failures are ignored (best effort).
 void fsync_dir(const std::filesystem::path& dir);

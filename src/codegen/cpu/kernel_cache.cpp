@@ -116,7 +116,8 @@ fs::path resolve_cache_dir(const Options& options) {
   return fs::path(home) / ".cache" / "kiln";
 }
 
-KernelCache::KernelCache(fs::path dir) : dir_(fs::absolute(std::move(dir)).lexically_normal()) {
+KernelCache::KernelCache(fs::path dir, bool durable)
+    : dir_(fs::absolute(std::move(dir)).lexically_normal()), durable_(durable) {
   if (!dir_.has_filename()) dir_ = dir_.parent_path();  // drop a trailing '/'
   make_private_dirs(dir_);
   check_private_dir(dir_);
@@ -200,7 +201,7 @@ fs::path KernelCache::publish(const std::string& key, const fs::path& staged_so,
   fs::path shard = shard_dir(key, true);
   // Only the owner may change the .so (an umask of 002 would otherwise leave it group-writable).
   ScopedFd so(::open(staged_so.c_str(), O_RDONLY | O_CLOEXEC));
-  if (so.get() < 0 || ::fchmod(so.get(), 0700) != 0 || ::fsync(so.get()) != 0)
+  if (so.get() < 0 || ::fchmod(so.get(), 0700) != 0 || (durable_ && ::fsync(so.get()) != 0))
     user_error("kernel cache: cannot finish '{}': {}", staged_so.string(), std::strerror(errno));
   std::optional<FileDigest> digest = digest_fd(so.get());
   if (!digest) user_error("kernel cache: cannot read '{}': {}", staged_so.string(), std::strerror(errno));
@@ -214,7 +215,7 @@ fs::path KernelCache::publish(const std::string& key, const fs::path& staged_so,
                          {"so_size", digest->size},
                          {"command", command}};
   fs::path staged_meta = staged_so.parent_path() / (key + ".meta");
-  write_file_synced(staged_meta, meta.dump(1) + "\n");
+  write_private_file(staged_meta, meta.dump(1) + "\n", durable_);
 
   // The .so first, the meta last: a reader that finds the meta finds the complete .so it describes.
   fs::path final_so = so_path(key);
@@ -222,7 +223,7 @@ fs::path KernelCache::publish(const std::string& key, const fs::path& staged_so,
     user_error("kernel cache: cannot rename into '{}': {}", final_so.string(), std::strerror(errno));
   if (::rename(staged_meta.c_str(), meta_path(key).c_str()) != 0)
     user_error("kernel cache: cannot rename into '{}': {}", meta_path(key).string(), std::strerror(errno));
-  fsync_dir(shard);
+  if (durable_) fsync_dir(shard);
   sweep_stale_staging(shard);
   return final_so;
 }

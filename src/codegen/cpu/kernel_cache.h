@@ -36,7 +36,9 @@ class KernelCache {
  public:
   // Creates `dir` (mode 0700, and missing parents too) or checks the existing one: a directory not
   // owned by this user, or writable by group or others, is a user error that names it.
-  explicit KernelCache(std::filesystem::path dir);
+  // `durable` false: publish() skips its fsyncs (a throwaway folder, such as a saved model's unpacked
+  // kernels, need not survive a crash).
+  explicit KernelCache(std::filesystem::path dir, bool durable = true);
 
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path so_path(const std::string& key) const;
@@ -64,6 +66,7 @@ class KernelCache {
  private:
   std::filesystem::path shard_dir(const std::string& key, bool create) const;
   std::filesystem::path dir_;
+  bool durable_ = true;
 };
 
 }  // namespace kiln::codegen::cpu

@@ -1,6 +1,9 @@
 #include "codegen/cpu/loaded_library.h"
 
 #include <dlfcn.h>
+#include <link.h>
+
+#include <algorithm>
 #include <string>
 
 #include "support/error.h"
@@ -66,6 +69,24 @@ void* LoadedLibrary::symbol(std::string_view name) const {
                    path_.string(), name, err ? ": " : "", err ? err : "");
   }
   return p;
+}
+
+std::vector<std::filesystem::path> loaded_cache_objects(const std::filesystem::path& dir) {
+  struct Walk {
+    std::string prefix;
+    std::vector<std::filesystem::path> found;
+  } walk{(std::filesystem::absolute(dir).lexically_normal() / "").string(), {}};
+  ::dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* data) {
+        auto* w = static_cast<Walk*>(data);
+        std::string_view name = info->dlpi_name ? info->dlpi_name : "";
+        if (name.starts_with(w->prefix) && name.ends_with(".so")) w->found.emplace_back(name);
+        return 0;
+      },
+      &walk);
+  std::sort(walk.found.begin(), walk.found.end());
+  walk.found.erase(std::unique(walk.found.begin(), walk.found.end()), walk.found.end());
+  return walk.found;
 }
 
 }  // namespace kiln::codegen::cpu

@@ -3,6 +3,7 @@
 #pragma once
 #include <filesystem>
 #include <string_view>
+#include <vector>
 
 namespace kiln::codegen::cpu {
 
@@ -36,5 +37,9 @@ class LoadedLibrary {
   void* handle_ = nullptr;
   std::filesystem::path path_;
 };
+
+// The shared objects under `dir` (a kernel cache folder) that this process has loaded now, from the
+// dynamic loader's own list: what a saved model must carry for a compile that just ran here.
+std::vector<std::filesystem::path> loaded_cache_objects(const std::filesystem::path& dir);
 
 }  // namespace kiln::codegen::cpu

@@ -31,17 +31,33 @@ void check_compiler_name(std::string_view cxx) {
                cxx);
 }
 
+namespace {
+struct Identities {
+  std::mutex mutex;
+  std::map<std::string, std::string> known;
+};
+Identities& identities() {
+  static Identities ids;  // function-local: built on first use
+  return ids;
+}
+}  // namespace
+
+void remember_compiler_identity(const std::string& cxx, const std::string& identity) {
+  check_compiler_name(cxx);
+  std::lock_guard lock(identities().mutex);
+  identities().known.emplace(cxx, identity);
+}
+
 std::string compiler_identity(const std::string& cxx) {
   check_compiler_name(cxx);
-  static std::mutex mutex;
-  static std::map<std::string, std::string> identities;
-  std::lock_guard lock(mutex);  // held while running it, so each compiler runs --version once
-  if (auto it = identities.find(cxx); it != identities.end()) return it->second;
+  Identities& ids = identities();
+  std::lock_guard lock(ids.mutex);  // held while running it, so each compiler runs --version once
+  if (auto it = ids.known.find(cxx); it != ids.known.end()) return it->second;
   ProcessResult r = run_process({cxx, "--version"}, 64 << 10);
   if (!r.ok())
     user_error("setting cxx (KILN_CXX): cannot run '{} --version' ({}){}{}", cxx, r.status_text(),
                r.output.empty() ? "" : ":\n", r.output.substr(0, 2000));
-  return identities[cxx] = hash_bytes(r.output).hex();
+  return ids.known[cxx] = hash_bytes(r.output).hex();
 }
 
 std::vector<std::string> compile_flags(const CpuFeatures& features) {

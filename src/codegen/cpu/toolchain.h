@@ -21,6 +21,9 @@ void check_compiler_name(std::string_view cxx);
 // XXH3-128 (hex) of `<cxx> --version`, run once per process for each cxx value. A compiler that
 // cannot be run is a user error.
 std::string compiler_identity(const std::string& cxx);
+// Tells compiler_identity what `cxx` is without running it (a saved model's kernels were keyed with
+// `identity`); a value already known in this process is kept.
+void remember_compiler_identity(const std::string& cxx, const std::string& identity);
 
 // Every flag but the files: -O3 -std=c++20 -fPIC -shared -fopenmp -fno-fast-math -fno-math-errno
 // -fvisibility=hidden, then the ISA flags for `features`. Never -march=native, never -ffast-math.
