@@ -9,7 +9,8 @@
 //   blas, blas+epilogue OpenBLAS's sgemm (B as given, no packing ahead), then that pass;
 //   template+epilogue:<config>  the space's first template config bare, then that pass: the same
 //                       GEMM as its fused twin, so the pair measures what fusing the epilogue saves.
-// Each candidate is checked against an fp64 product of sampled rows before it may be timed.
+// Each candidate is checked against an fp64 product of sampled rows before it may be timed. With
+// --device cuda the GPU's choices are swept instead (tools/sweep_gemm_cuda.cpp).
 // Every run benchmarks (stored winners are replaced, never reused; autotune_budget_s does not apply):
 // the sweep is a measurement.
 //
@@ -51,6 +52,7 @@
 #include "templates/gemm/cpu/epilogue_pass.h"
 #include "templates/gemm/cpu/gemm_kernel.h"
 #include "tools/commands.h"
+#include "tools/sweep_gemm_cuda.h"
 
 namespace kiln::tools {
 namespace {
@@ -67,6 +69,7 @@ struct GemmSweepArgs {
   int64_t threads = 0;
   std::string json_file, html_file;
   bool bare_only = false, epilogue_only = false;
+  std::string device = "cpu";  // cuda, cuda:N: tools/sweep_gemm_cuda.cpp
 };
 
 std::vector<Shape> default_shapes() {
@@ -339,7 +342,12 @@ CLI::App* add_sweep_gemm(CLI::App* sweep, std::function<int(const Options&)>& ac
   g->add_option("--html", args->html_file, "write the curves (GFLOP/s by M per choice) as HTML to FILE");
   g->add_flag("--bare-only", args->bare_only, "only the bare GEMM");
   g->add_flag("--epilogue-only", args->epilogue_only, "only GEMM + bias + GELU");
-  action = [args](const Options& options) { return sweep_gemm(*args, options); };
+  g->add_option("--device", args->device, "cpu (default), or cuda / cuda:N: the GPU's choices in graph replay");
+  action = [args](const Options& options) {
+    if (args->device == "cpu") return sweep_gemm(*args, options);
+    if (!args->html_file.empty() || args->threads != 0) user_error("sweep gemm: --html and --threads are for --device cpu");
+    return sweep_gemm_cuda({args->device, args->shapes, args->json_file, args->bare_only, args->epilogue_only}, options);
+  };
   return g;
 }
 

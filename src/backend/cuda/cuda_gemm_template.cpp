@@ -1,0 +1,115 @@
+// The GEMM template on the device: compiled through the module cache, launched with a grid from the
+// call's sizes.
+#include "backend/cuda/cuda_gemm_template.h"
+
+#include <fmt/format.h>
+
+
+#include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "support/error.h"
+
+namespace kiln::backend::cuda {
+namespace {
+
+// Static shared memory stops at 48 KB; more must be opted into per function. cuFuncSetAttribute is not
+// among the driver entry points every kiln kernel needs, so it is resolved here, once.
+using FuncSetAttribute = CUresult (*)(CUfunction, CUfunction_attribute, int);
+
+FuncSetAttribute func_set_attribute() {
+  static const FuncSetAttribute fn = [] {
+    const DriverApi& api = driver();
+    void* p = nullptr;
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    const CUresult r = api.cuGetProcAddress("cuFuncSetAttribute", &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+    if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !p)
+      user_error("device cuda: the CUDA driver (CUDA {}) does not give cuFuncSetAttribute: {}",
+                 cuda_version_text(api.driver_version), describe_result(api, r));
+    return reinterpret_cast<FuncSetAttribute>(p);
+  }();
+  return fn;
+}
+
+int max_shared_optin(const Context& context) {
+  const DriverApi& api = driver();
+  context.make_current();
+  CUdevice device = 0;
+  check(api.cuDeviceGet(&device, context.device().index), "cuDeviceGet");
+  int value = 0;
+  check(api.cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device),
+        "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
+  return value;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// K a split covers: a whole number of K steps, so that splits start on step boundaries.
+int64_t k_per_split(const GemmTemplateConfig& c, int64_t k) {
+  return ceil_div(ceil_div(k, c.split_k), c.bk) * c.bk;
+}
+
+}  // namespace
+
+CudaUnit gemm_template_unit(const GemmTemplateSpec& spec) {
+  // Named by content with a placeholder name, as the attention kernels are.
+  const std::string name = content_name("gemm", gemm_template_source("kiln_gemm", spec));
+  return {name, gemm_template_source(name, spec)};
+}
+
+GemmTemplateKernel::GemmTemplateKernel(const GemmTemplateSpec& spec, const Context& context, ModuleCache& modules)
+    : spec_(spec) {
+  check_gemm_spec(spec_);
+  const size_t bytes = gemm_template_shared_bytes(spec_);
+  const int limit = max_shared_optin(context);
+  if (bytes > size_t(limit))
+    user_error("GEMM template {}: {} bytes of shared memory a block, the device gives at most {}",
+               gemm_config_name(spec_.config), bytes, limit);
+  shared_bytes_ = static_cast<unsigned>(bytes);
+  const CudaUnit unit = gemm_template_unit(spec_);
+  const std::string& name = unit.name;
+  const Module module = modules.get(name, unit.code);
+  main_.emplace(module.function(name));
+  if (spec_.config.split_k > 1) reduce_.emplace(module.function(name + "_reduce"));
+  if (bytes > 48 * 1024) {
+    context.make_current();
+    check(func_set_attribute()(main_->handle(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes)),
+          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  }
+}
+
+size_t GemmTemplateKernel::workspace_bytes(int64_t m, int64_t n) const {
+  if (spec_.config.split_k == 1) return 0;
+  return size_t(spec_.config.split_k) * size_t(m) * size_t(n) * sizeof(float);
+}
+
+void GemmTemplateKernel::launch(const Stream& stream, const GemmTemplateArgs& x) const {
+  const GemmTemplateConfig& c = spec_.config;
+  const std::string what = fmt::format("GEMM template {} [{},{}]x[{},{}]", gemm_config_name(c), x.m, x.k, x.k, x.n);
+  KILN_INTERNAL_CHECK(x.m >= 0 && x.n >= 0 && x.k >= 0, "{}: negative size", what);
+  if (x.m == 0 || x.n == 0) return;
+  KILN_INTERNAL_CHECK(x.a && x.b && x.c, "{}: null operand", what);
+  KILN_INTERNAL_CHECK(x.lda >= x.k && x.ldb >= (spec_.trans_b ? x.k : x.n) && x.ldc >= x.n, "{}: row strides", what);
+  KILN_INTERNAL_CHECK(!spec_.epilogue.bias || x.bias, "{}: no bias", what);
+  KILN_INTERNAL_CHECK(!spec_.epilogue.residual || (x.residual && x.ldr >= x.n), "{}: no residual", what);
+  KILN_INTERNAL_CHECK(x.workspace_bytes >= workspace_bytes(x.m, x.n) && (c.split_k == 1 || x.workspace), "{}: workspace",
+                      what);
+  const int64_t blocks = ceil_div(x.m, c.bm) * ceil_div(x.n, c.bn);
+  if (blocks > int64_t{0x7fffffff}) user_error("{}: {} tiles, past the grid's limit", what, blocks);
+  // 16-byte copies need 16-byte aligned rows: the address and the row stride.
+  const int a_vec = x.a % 16 == 0 && x.lda % 8 == 0, b_vec = x.b % 16 == 0 && x.ldb % 8 == 0;
+  CUdeviceptr a = x.a, b = x.b, out = x.c, bias = x.bias, res = x.residual, ws = x.workspace;
+  long long m = x.m, n = x.n, k = x.k, lda = x.lda, ldb = x.ldb, ldc = x.ldc, ldr = x.ldr;
+  long long k_split = k_per_split(c, x.k);
+  LaunchConfig config;
+  config.grid = {unsigned(blocks), 1, unsigned(c.split_k)};
+  config.block.x = unsigned(c.threads());
+  config.shared_bytes = shared_bytes_;
+  cuda::launch(stream, *main_, config, a, b, out, bias, res, ws, m, n, k, lda, ldb, ldc, ldr, k_split, a_vec, b_vec);
+  if (c.split_k == 1) return;
+  LaunchConfig reduce;
+  reduce.grid.x = unsigned(std::min<int64_t>(ceil_div(x.m * x.n, kGemmReduceThreads), 4096));
+  reduce.block.x = kGemmReduceThreads;
+  cuda::launch(stream, *reduce_, reduce, ws, out, bias, res, m, n, ldc, ldr);
+}
+
+}  // namespace kiln::backend::cuda

@@ -1,0 +1,51 @@
+// The tensor-core GEMM template (cuda_gemm_template_source.h) compiled for one spec through the module
+// cache and launched on device pointers, its grid computed from each call's sizes (M may change from
+// call to call without recompiling). The default configs are in cuda_gemm_template_source.h.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "backend/cuda/cubin_cache.h"
+#include "backend/cuda/cuda_gemm_template_source.h"
+#include "backend/cuda/cuda_objects.h"
+
+namespace kiln::backend::cuda {
+
+class ModuleCache;
+
+// One product C = epilogue(A B): A [m,k] (row stride lda), B [k,n] or, with trans_b, [n,k] (row stride
+// ldb), C and the residual [m,n] (row strides ldc, ldr), bias an fp32 [n] vector. Pointers the
+// epilogue does not read may be 0. workspace: split_k > 1 only, at least workspace_bytes(m, n).
+struct GemmTemplateArgs {
+  CUdeviceptr a = 0, b = 0, c = 0, bias = 0, residual = 0, workspace = 0;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0, ldr = 0;
+  size_t workspace_bytes = 0;
+};
+
+// The unit GemmTemplateKernel compiles for `spec`, named by its content: compile many at once with
+// compile_cubins and ModuleCache::add them (the constructor then finds them loaded).
+CudaUnit gemm_template_unit(const GemmTemplateSpec& spec);
+
+class GemmTemplateKernel {
+ public:
+  // Compiles (or finds in the cache) the spec's kernels for the cache's device. A config whose shared
+  // memory exceeds what the device gives a block is a UserError naming both (the caller drops it).
+  GemmTemplateKernel(const GemmTemplateSpec& spec, const Context& context, ModuleCache& modules);
+
+  const GemmTemplateSpec& spec() const { return spec_; }
+  size_t workspace_bytes(int64_t m, int64_t n) const;  // 0 without split-K
+  // Enqueues the product (and with split-K the reduction) on `stream`. Operands whose address is not a
+  // multiple of 16 bytes or whose row stride is not a multiple of 8 elements take the kernel's element
+  // loads instead of cp.async (correct, slower). Inconsistent arguments are an InternalError; a grid
+  // past the device's limits a UserError. An empty C launches nothing.
+  void launch(const Stream& stream, const GemmTemplateArgs& args) const;
+
+ private:
+  GemmTemplateSpec spec_;
+  unsigned shared_bytes_ = 0;
+  std::optional<Function> main_, reduce_;
+};
+
+}  // namespace kiln::backend::cuda

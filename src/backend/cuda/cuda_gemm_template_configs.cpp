@@ -1,0 +1,48 @@
+// The GEMM template's default configs and the heuristic pick among them (host-only: the NVRTC-only
+// test links it without the backend). The autotuner times the configs; the pick is its starting point.
+#include <algorithm>
+
+#include "backend/cuda/cuda_gemm_template_source.h"
+
+namespace kiln::backend::cuda {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::vector<GemmTemplateConfig> default_gemm_template_configs() {
+  // {bm, bn, bk, warps_m, warps_n, stages, split_k, group_m}
+  return {
+      {128, 256, 32, 2, 4, 3, 1, 8},  // large products: 64x64 warp tiles
+      {128, 128, 32, 2, 4, 3, 1, 8},
+      {128, 128, 64, 2, 4, 3, 1, 8},  // longer K steps: fewer barriers a K (the chooser takes the one above)
+      {128, 64, 32, 2, 2, 3, 1, 8},
+      {64, 128, 32, 2, 2, 3, 1, 8},
+      {64, 64, 64, 2, 2, 3, 1, 8},
+      {64, 64, 64, 2, 2, 4, 2, 8},  // small M x N, long K
+      {64, 64, 64, 2, 2, 4, 4, 8},
+  };
+}
+
+GemmTemplateConfig choose_gemm_template_config(int64_t m, int64_t n, int64_t k, int sm_count) {
+  const std::vector<GemmTemplateConfig> configs = default_gemm_template_configs();
+  const int64_t sms = std::max(sm_count, 1);
+  auto tiles = [&](const GemmTemplateConfig& c) { return ceil_div(m, c.bm) * ceil_div(n, c.bn); };
+  // Largest tile first (the list's order) among those without split-K that fill the SMs.
+  for (const GemmTemplateConfig& c : configs)
+    if (c.split_k == 1 && tiles(c) >= sms) return c;
+  const GemmTemplateConfig* smallest = nullptr;
+  for (const GemmTemplateConfig& c : configs)
+    if (c.split_k == 1) smallest = &c;
+  // Too few tiles even at the smallest: split K where each split keeps at least 256 of it, the most
+  // splits that still leave no more than two blocks per SM.
+  const GemmTemplateConfig* best = smallest;
+  for (const GemmTemplateConfig& c : configs)
+    if (c.split_k > 1 && c.bm == smallest->bm && c.bn == smallest->bn && k / c.split_k >= 256 &&
+        tiles(c) * c.split_k <= 2 * sms && (best->split_k < c.split_k))
+      best = &c;
+  return *best;
+}
+
+}  // namespace kiln::backend::cuda

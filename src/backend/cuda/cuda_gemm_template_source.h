@@ -1,0 +1,85 @@
+// The tensor-core GEMM template's CUDA C++ (cuda_gemm_template_source.cpp): C[M,N] = epilogue(A B) in
+// bf16 or f16 with fp32 accumulation, for one tile configuration. Host-only (no driver types), so the
+// NVRTC-only test compiles every variant without a GPU; cuda_gemm_template.h compiles and launches it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/dtype.h"
+
+namespace kiln::backend::cuda {
+
+enum class GemmActivation { none, gelu, relu };  // GELU is the erf form, computed in fp32
+
+// Applied to each fp32 accumulator in this order: + bias[col] (an fp32 [N] vector), the activation,
+// + residual[row, col] (an [M,N] tensor of the output dtype, row stride ldr), then one rounding to the
+// output dtype. ReLU keeps NaN (ONNX Relu(NaN) is NaN).
+struct GemmTemplateEpilogue {
+  bool bias = false;
+  GemmActivation activation = GemmActivation::none;
+  bool residual = false;
+};
+
+// A block computes a BM x BN tile of C over K in steps of BK; warps_m x warps_n warps split the tile
+// (each a (BM / warps_m) x (BN / warps_n) sub-tile of m16n8k16 products). `stages` K steps are in
+// flight through cp.async. split_k > 1 gives each of split_k blocks along grid z a contiguous range of
+// K; they write fp32 partials to a [split_k, M, N] workspace that a second kernel sums in split order
+// (deterministic) before the epilogue. group_m: tiles are visited GROUP_M tile rows at a time, so that
+// neighbouring blocks share their A and B tiles in L2.
+struct GemmTemplateConfig {
+  int bm = 128, bn = 128, bk = 32;
+  int warps_m = 2, warps_n = 4;
+  int stages = 3;
+  int split_k = 1;
+  int group_m = 8;
+
+  int threads() const { return 32 * warps_m * warps_n; }
+  bool operator==(const GemmTemplateConfig&) const = default;
+};
+
+struct GemmTemplateSpec {
+  DType dtype = DType::bf16;  // of A, B, the residual and C: bf16 or f16
+  bool trans_b = false;       // B is [K,N] row-major, or [N,K] (Linear's weight, Gemm transB=1)
+  GemmTemplateEpilogue epilogue;
+  GemmTemplateConfig config;
+};
+
+// "128x128x32_w2x4_s3_g8" (+ "_k4" with split-K), for kernel names, sweeps and the tuning store.
+std::string gemm_config_name(const GemmTemplateConfig& c);
+// "bare", "bias", "bias_gelu", "bias_relu_residual", ...
+std::string gemm_epilogue_name(const GemmTemplateEpilogue& e);
+
+// An InternalError naming what is wrong: tiles not made of whole warp tiles (each warp's tile a multiple
+// of 16 x 16), BK not a multiple of 16, stages outside 2..4, split_k outside 1..16, group_m < 1, a dtype
+// other than bf16 / f16.
+void check_gemm_spec(const GemmTemplateSpec& spec);
+
+// Dynamic shared memory a block of this spec needs (every stage's A and B tiles, rows padded by 16 bytes).
+size_t gemm_template_shared_bytes(const GemmTemplateSpec& spec);
+
+// The translation unit: extern "C" `name` (the product; with split_k > 1 it writes the partials) and,
+// with split_k > 1, `name`_reduce. Parameters of `name`:
+//   (const u16* a, const u16* b, u16* c, const float* bias, const u16* residual, float* workspace,
+//    long long m, long long n, long long k, long long lda, long long ldb, long long ldc, long long ldr,
+//    long long k_split, int a_vec, int b_vec)
+// grid (tiles_m * tiles_n, 1, split_k), block threads(), gemm_template_shared_bytes of dynamic shared
+// memory. k_split: the K range of one split, a multiple of BK. a_vec / b_vec: that operand's address is
+// a multiple of 16 bytes and its row stride of 8 elements, so tiles move as 16-byte cp.async copies
+// (zero-filled past the matrix); otherwise element loads (any alignment, any stride).
+// `name`_reduce: (const float* workspace, u16* c, const float* bias, const u16* residual, long long m,
+//   long long n, long long ldc, long long ldr), kGemmReduceThreads threads a block, any grid.
+std::string gemm_template_source(const std::string& name, const GemmTemplateSpec& spec);
+inline constexpr int kGemmReduceThreads = 256;
+
+// The configs the autotuner times: large tiles for large products, smaller ones and split-K for the
+// small M x N with large K of a transformer at small batch.
+std::vector<GemmTemplateConfig> default_gemm_template_configs();
+
+// A config of default_gemm_template_configs() (both in cuda_gemm_template_configs.cpp) for (m, n, k) on
+// a device of sm_count SMs, by tile count: the largest tile that still gives a block per SM, split-K
+// where even the smallest tile leaves most SMs idle and K is long.
+GemmTemplateConfig choose_gemm_template_config(int64_t m, int64_t n, int64_t k, int sm_count);
+
+}  // namespace kiln::backend::cuda

@@ -1,0 +1,169 @@
+// The GEMM template's source (backend/cuda/cuda_gemm_template_source.h) compiles with NVRTC without a
+// GPU: every default config with both B layouts, in bf16 and f16 with the fullest epilogue for sm_90a,
+// in bf16 with bias + GELU for sm_80; every epilogue form, dtype and layout on a plain and a split-K
+// config for sm_90a (about 80 programs, a second each, compiled four at a time). ptxas (-v through
+// NVRTC) reports no spills and fewer than 255 registers. The source says what its config says. The GPU
+// tests in tests/cuda_session/cuda_gemm_template_test.cpp run it against an fp64 reference.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "backend/cuda/cuda_gemm_template_source.h"
+#include "cuda_test_util.h"
+#include "kiln/errors.h"
+
+namespace kiln::backend::cuda::testing {
+namespace {
+
+class GemmTemplateNvrtc : public NvrtcTest {};
+
+const GemmTemplateEpilogue kBare{}, kBias{true}, kBiasGelu{true, GemmActivation::gelu},
+    kBiasRelu{true, GemmActivation::relu}, kBiasGeluResidual{true, GemmActivation::gelu, true};
+
+struct Case {
+  GemmTemplateSpec spec;
+  std::string arch;
+};
+
+std::string describe(const Case& c) {
+  return fmt::format("{} {} B{} {} {}", gemm_config_name(c.spec.config), dtype_name(c.spec.dtype),
+                     c.spec.trans_b ? "[N,K]" : "[K,N]", gemm_epilogue_name(c.spec.epilogue), c.arch);
+}
+
+// Compiles each case (a few NVRTC programs at once: each takes about a second) with ptxas's report,
+// and checks the report: every log line is ptxas's, no spills, registers under 255.
+void compile_all(const std::vector<Case>& cases) {
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  std::vector<std::string> failures;
+  auto work = [&] {
+    for (size_t i; (i = next++) < cases.size();) {
+      const Case& c = cases[i];
+      std::string problem;
+      try {
+        const std::string code = gemm_template_source("gemm_test", c.spec);
+        const CompiledCubin cubin = compile_to_cubin(code, "gemm_test.cu", c.arch, {"--ptxas-options=-v"});
+        std::istringstream log(cubin.log);
+        int registers = -1;
+        for (std::string line; std::getline(log, line);) {
+          if (line.empty()) continue;
+          if (line.rfind("ptxas", 0) != 0) problem += "log: " + line + "\n";
+          std::smatch mm;
+          if (std::regex_search(line, mm, std::regex("([0-9]+) bytes spill (stores|loads)")) && mm[1] != "0")
+            problem += "spills: " + line + "\n";
+          if (std::regex_search(line, mm, std::regex("Used ([0-9]+) registers")))
+            registers = std::max(registers, std::stoi(mm[1]));
+        }
+        if (registers < 0 || registers >= 255) problem += fmt::format("{} registers\n", registers);
+        if (cubin.cubin.empty()) problem += "no cubin\n";
+      } catch (const std::exception& e) {
+        problem += e.what();
+      }
+      if (!problem.empty()) {
+        std::lock_guard lock(mutex);
+        failures.push_back(describe(c) + ": " + problem);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  for (unsigned i = 0; i < n; ++i) threads.emplace_back(work);
+  for (std::thread& t : threads) t.join();
+  for (const std::string& f : failures) ADD_FAILURE() << f;
+}
+
+TEST_F(GemmTemplateNvrtc, EveryDefaultConfigCompilesForSm90aAndSm80) {
+  std::vector<Case> cases;
+  for (const GemmTemplateConfig& config : default_gemm_template_configs())
+    for (DType t : {DType::bf16, DType::f16})
+      for (bool trans_b : {false, true}) {
+        cases.push_back({{t, trans_b, kBiasGeluResidual, config}, "sm_90a"});
+        if (t == DType::bf16) cases.push_back({{t, trans_b, kBiasGelu, config}, "sm_80"});
+      }
+  compile_all(cases);
+}
+
+TEST_F(GemmTemplateNvrtc, EveryEpilogueCompiles) {
+  std::vector<Case> cases;
+  const std::vector<GemmTemplateConfig> configs = default_gemm_template_configs();
+  const GemmTemplateConfig plain = configs[1], split = configs.back();
+  ASSERT_EQ(plain.split_k, 1);
+  ASSERT_GT(split.split_k, 1);
+  for (const GemmTemplateConfig& config : {plain, split})
+    for (const GemmTemplateEpilogue& e : {kBare, kBias, kBiasGelu, kBiasRelu, GemmTemplateEpilogue{false, GemmActivation::none, true}})
+      for (DType t : {DType::bf16, DType::f16})
+        for (bool trans_b : {false, true}) cases.push_back({{t, trans_b, e, config}, "sm_90a"});
+  compile_all(cases);
+}
+
+TEST(GemmTemplateSource, SaysWhatItsConfigSays) {
+  for (const GemmTemplateConfig& c : default_gemm_template_configs())
+    for (bool trans_b : {false, true}) {
+      const GemmTemplateSpec spec{DType::f16, trans_b, kBiasGelu, c};
+      const std::string code = gemm_template_source("k", spec);
+      auto has = [&](const std::string& s) { return code.find(s) != std::string::npos; };
+      EXPECT_TRUE(has(fmt::format("#define STAGES {}\n", c.stages))) << gemm_config_name(c);
+      EXPECT_TRUE(has(fmt::format("#define THREADS {}\n", c.threads())));
+      EXPECT_TRUE(has(fmt::format("#define BM {}\n#define BN {}\n#define BK {}\n", c.bm, c.bn, c.bk)));
+      EXPECT_TRUE(has(fmt::format("#define SPLIT_K {}\n", c.split_k)));
+      EXPECT_TRUE(has(fmt::format("#define GROUP_M {}\n", c.group_m)));
+      EXPECT_TRUE(has(fmt::format("#define TRANS_B {}\n", trans_b ? 1 : 0)));
+      EXPECT_TRUE(has("#define KILN_PTX_TYPE \"f16\""));
+      EXPECT_TRUE(has("mma.sync.aligned.m16n8k16.row.col.f32."));
+      EXPECT_TRUE(has("cp.async.cg.shared.global"));
+      EXPECT_TRUE(has("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
+      EXPECT_TRUE(has("erff(x * 0.70710678118654752f)")) << "GELU in the erf form, fp32";
+      EXPECT_FALSE(has("tanh")) << "no approximate GELU";
+      EXPECT_LE(gemm_template_shared_bytes(spec), size_t{227} * 1024) << "past the H200's shared memory";
+    }
+  EXPECT_EQ(gemm_config_name({128, 128, 32, 2, 4, 3, 1, 8}), "128x128x32_w2x4_s3_g8");
+  EXPECT_EQ(gemm_config_name({64, 64, 64, 2, 2, 4, 4, 8}), "64x64x64_w2x2_s4_g8_k4");
+  EXPECT_EQ(gemm_epilogue_name(kBare), "bare");
+  EXPECT_EQ(gemm_epilogue_name(kBiasGeluResidual), "bias_gelu_residual");
+  EXPECT_EQ(gemm_epilogue_name(GemmTemplateEpilogue{false, GemmActivation::relu, false}), "relu");
+  // A [BK][BN + 8] or [BN][BK + 8] B tile beside the [BM][BK + 8] A tile, every stage.
+  EXPECT_EQ(gemm_template_shared_bytes({DType::bf16, false, kBare, {128, 128, 32, 2, 4, 3, 1, 8}}),
+            size_t{3} * (128 * 40 + 32 * 136) * 2);
+  EXPECT_EQ(gemm_template_shared_bytes({DType::bf16, true, kBare, {128, 128, 32, 2, 4, 3, 1, 8}}),
+            size_t{3} * (128 * 40 + 128 * 40) * 2);
+}
+
+TEST(GemmTemplateSource, ABadConfigIsAnInternalError) {
+  auto source = [](GemmTemplateConfig c, DType t = DType::bf16) {
+    return gemm_template_source("k", GemmTemplateSpec{t, false, {}, c});
+  };
+  EXPECT_THROW(source({128, 128, 32, 2, 4, 3, 1, 8}, DType::f32), InternalError);
+  EXPECT_THROW(source({128, 120, 32, 2, 4, 3, 1, 8}), InternalError) << "BN not whole warp tiles";
+  EXPECT_THROW(source({128, 128, 24, 2, 4, 3, 1, 8}), InternalError) << "BK not a multiple of 16";
+  EXPECT_THROW(source({128, 128, 32, 2, 4, 5, 1, 8}), InternalError) << "5 stages";
+  EXPECT_THROW(source({128, 128, 32, 2, 4, 1, 1, 8}), InternalError) << "1 stage";
+  EXPECT_THROW(source({128, 128, 32, 2, 4, 3, 0, 8}), InternalError) << "split_k 0";
+  EXPECT_THROW(source({128, 128, 32, 2, 4, 3, 1, 0}), InternalError) << "group_m 0";
+}
+
+// Large tiles where they fill the SMs, smaller ones where they do not, split-K for small M x N with long K.
+TEST(GemmTemplateSource, ChoosesByTileCount) {
+  const int sms = 132;  // H200
+  EXPECT_EQ(choose_gemm_template_config(8192, 8192, 8192, sms).bn, 256);
+  EXPECT_EQ(choose_gemm_template_config(1024, 3072, 768, sms).bm, 128);
+  const GemmTemplateConfig small = choose_gemm_template_config(128, 768, 3072, sms);
+  EXPECT_GT(small.split_k, 1) << gemm_config_name(small);
+  EXPECT_EQ(choose_gemm_template_config(128, 768, 64, sms).split_k, 1) << "K too short to split";
+  EXPECT_EQ(choose_gemm_template_config(1, 1, 1, sms).split_k, 1);
+  const std::vector<GemmTemplateConfig> configs = default_gemm_template_configs();
+  for (int64_t m : {1, 128, 1024})
+    for (int64_t k : {1, 768, 4096}) {
+      const GemmTemplateConfig c = choose_gemm_template_config(m, 768, k, sms);
+      EXPECT_NE(std::find(configs.begin(), configs.end(), c), configs.end()) << gemm_config_name(c);
+    }
+}
+
+}  // namespace
+}  // namespace kiln::backend::cuda::testing
