@@ -142,6 +142,7 @@ void reduce_log_sum_exp(OnnxGraphReader& b, NodeForm& n) {
 }
 
 constexpr RewriteRow kRewrites[] = {
+    {"Attention", attention_rewrite},
     {"Dropout", dropout},
     {"InstanceNormalization", instance_normalization},
     {"NegativeLogLikelihoodLoss", negative_log_likelihood_loss},

@@ -190,6 +190,7 @@ constexpr VersionStep kSteps[] = {
     {"ReduceSumSquare", 1, nullptr, "oldest read"}, {"ReduceSumSquare", 11, nullptr, "negative axes"},
     {"ReduceSumSquare", 13, nullptr, "bf16"}, {"ReduceSumSquare", 18, axes_to_input, "axes become an input"},
     {"RMSNormalization", 23, nullptr, "the only version"},
+    {"Attention", 23, nullptr, "oldest read"}, {"Attention", 24, nullptr, "nonpad_kv_seqlen input (refused when given)"},
     {"InstanceNormalization", 6, nullptr, "oldest read"}, {"InstanceNormalization", 22, nullptr, "bf16"},
     {"DepthToSpace", 1, nullptr, "oldest read (DCR)"}, {"DepthToSpace", 11, nullptr, "mode (CRD)"},
     {"DepthToSpace", 13, nullptr, "bf16"},

@@ -1,0 +1,151 @@
+// Attention (opsets 23 and 24) read as the chain kiln's attention fusion knows: Q and K each scaled by
+// sqrt(scale), Q K^T, softcap, the mask and the causal frontier as an additive bias, Softmax (zeros for
+// a row with every key masked), times V.
+// 3-D inputs ([batch, seq, heads x head_size]) are split into heads first and joined after; past_key /
+// past_value are concatenated in front of K and V (present_key / present_value); grouped-query
+// attention repeats each K / V head for its group of query heads. Not read (unsupported, so a model
+// says why): nonpad_kv_seqlen, the qk_matmul_output output and attributes of later versions.
+#include <cmath>
+#include <limits>
+
+#include "onnx/import_rewrites.h"
+#include "support/error.h"
+
+namespace kiln::rewrites {
+namespace {
+
+struct Chain {
+  OnnxGraphReader& b;
+  const NodeForm& n;
+  ValueId like;  // Q: the element type of every float constant
+
+  ValueId op(OpKind k, std::vector<ValueId> in, AttrMap attrs = {}, const std::string& out = {}) {
+    return add(b, n, k, std::move(in), "t", std::move(attrs), out);
+  }
+  ValueId i64s(const std::vector<int64_t>& v) { return b.constant_i64(n.name + "_i", v); }
+  ValueId i64(int64_t v) { return b.graph().add_constant(b.unique_name(n.name + "_i"), Tensor::scalar(DType::i64, v)); }
+  ValueId f(double v) { return b.scalar_like(n.name + "_c", v, like); }
+  ValueId dim(ValueId x, int64_t axis) { return op(OpKind::Gather, {op(OpKind::Shape, {x}), i64s({axis})}); }
+  ValueId transpose(ValueId x, std::vector<int64_t> perm) {
+    AttrMap a;
+    a["perm"] = Attribute{std::move(perm)};
+    return op(OpKind::Transpose, {x}, std::move(a));
+  }
+  // [batch, seq, heads x size] -> [batch, heads, seq, size].
+  ValueId split_heads(ValueId x, int64_t heads) {
+    return transpose(op(OpKind::Reshape, {x, i64s({0, 0, heads, -1})}), {0, 2, 1, 3});
+  }
+  // K or V [batch, kv_heads, seq, size] with each head repeated for its q_heads / kv_heads query heads.
+  ValueId repeat_heads(ValueId kv, ValueId q) {
+    ValueId reps = op(OpKind::Div, {dim(q, 1), dim(kv, 1)});
+    ValueId wide = op(OpKind::Expand, {op(OpKind::Unsqueeze, {kv, i64s({2})}),
+                                       op(OpKind::Concat, {i64s({1, 1}), reps, i64s({1, 1})}, axis(0))});
+    ValueId shape = op(OpKind::Concat, {dim(kv, 0), i64s({-1}), dim(kv, 2), dim(kv, 3)}, axis(0));
+    return op(OpKind::Reshape, {wide, shape});
+  }
+  static AttrMap axis(int64_t a) {
+    AttrMap m;
+    m["axis"] = Attribute{a};
+    return m;
+  }
+  // 0 where `keep`, -inf elsewhere, in Q's type.
+  ValueId bias_of(ValueId keep) {
+    return op(OpKind::Where, {keep, f(0.0), f(-std::numeric_limits<double>::infinity())});
+  }
+};
+
+void attention(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  if (!n.has_input(1) || !n.has_input(2)) user_error("{}: inputs K and V are required", n.desc());
+  if (n.has_input(4) != n.has_input(5)) user_error("{}: past_key and past_value come together", n.desc());
+  if (n.has_input(6)) unsupported("{}: the nonpad_kv_seqlen input is not supported", n.desc());
+  if (n.has_output(3)) unsupported("{}: the qk_matmul_output output is not supported", n.desc());
+  for (const auto& [name, a] : n.attrs)
+    if (name != "is_causal" && name != "kv_num_heads" && name != "q_num_heads" && name != "scale" &&
+        name != "softcap" && name != "softmax_precision" && name != "qk_matmul_output_mode")
+      unsupported("{}: attribute '{}' is not supported", n.desc(), name);
+  Chain c{b, n, n.inputs[0]};
+  std::optional<int> rank = b.known_rank(n.inputs[0]);
+  if (!rank || (*rank != 3 && *rank != 4)) unsupported("{}: Q must be declared 3-D or 4-D", n.desc());
+  ValueId q = n.inputs[0], k = n.inputs[1], v = n.inputs[2];
+  if (*rank == 3) {
+    const int64_t q_heads = n.int_attr("q_num_heads", 0), kv_heads = n.int_attr("kv_num_heads", 0);
+    if (q_heads <= 0 || kv_heads <= 0)
+      user_error("{}: 3-D inputs need q_num_heads and kv_num_heads (got {} and {})", n.desc(), q_heads, kv_heads);
+    q = c.split_heads(q, q_heads), k = c.split_heads(k, kv_heads), v = c.split_heads(v, kv_heads);
+  }
+  if (n.has_input(4)) {
+    k = c.op(OpKind::Concat, {n.inputs[4], k}, Chain::axis(2), n.has_output(1) ? n.outputs[1] : std::string());
+    v = c.op(OpKind::Concat, {n.inputs[5], v}, Chain::axis(2), n.has_output(2) ? n.outputs[2] : std::string());
+  } else {
+    if (n.has_output(1)) k = c.op(OpKind::Identity, {k}, {}, n.outputs[1]);
+    if (n.has_output(2)) v = c.op(OpKind::Identity, {v}, {}, n.outputs[2]);
+  }
+
+  // sqrt(scale) on each side, as the operator's definition scales them; scale defaults to 1/sqrt(size).
+  ValueId root_scale;
+  if (n.attrs.count("scale")) {
+    root_scale = c.f(std::sqrt(n.float_attr("scale", 1.0)));
+  } else {
+    AttrMap to_f32;
+    to_f32["to"] = Attribute{std::string(dtype_name(DType::f32))};
+    ValueId size = c.op(OpKind::Cast, {c.dim(q, 3)}, std::move(to_f32));
+    ValueId one = b.graph().add_constant(b.unique_name(n.name + "_one"), Tensor::scalar(DType::f32, 1.0f));
+    ValueId s = c.op(OpKind::Sqrt, {c.op(OpKind::Div, {one, c.op(OpKind::Sqrt, {size})})});
+    root_scale = c.op(OpKind::CastLike, {s, c.like});
+  }
+  ValueId kr = c.repeat_heads(k, q), vr = c.repeat_heads(v, q);
+  ValueId scores = c.op(OpKind::MatMul, {c.op(OpKind::Mul, {q, root_scale}),
+                                         c.transpose(c.op(OpKind::Mul, {kr, root_scale}), {0, 1, 3, 2})});
+  if (double cap = n.float_attr("softcap", 0.0); cap > 0)
+    scores = c.op(OpKind::Mul, {c.op(OpKind::Tanh, {c.op(OpKind::Div, {scores, c.f(cap)})}), c.f(cap)});
+
+  // The mask (bool: true keeps; float: added) padded to the keys with masked columns, then the causal
+  // frontier: query i sees key j when j <= i + past length.
+  ValueId keys = c.dim(kr, 2);
+  std::optional<ValueId> bias;
+  if (n.has_input(3)) {
+    ValueId mask = n.inputs[3];
+    std::optional<DType> mt = b.known_dtype(mask);
+    if (!mt) unsupported("{}: the attn_mask's element type must be declared", n.desc());
+    if (*mt != DType::boolean && !is_f32_or_half(*mt) && *mt != DType::f64)
+      user_error("{}: attn_mask of {} (expected bool or a float type)", n.desc(), dtype_name(*mt));
+    std::optional<int> mrank = b.known_rank(mask);
+    if (!mrank || *mrank < 1) unsupported("{}: the attn_mask's rank must be declared", n.desc());
+    // Pads: nothing before any axis, keys - mask width after the last.
+    std::vector<int64_t> zeros(size_t(2 * *mrank - 1), 0);
+    ValueId after = c.op(OpKind::Sub, {keys, c.dim(mask, -1)});
+    ValueId pads = c.op(OpKind::Concat, {c.i64s(zeros), after}, Chain::axis(0));
+    ValueId as_bias = *mt == DType::boolean ? c.bias_of(mask) : c.op(OpKind::CastLike, {mask, c.like});
+    bias = c.op(OpKind::Pad, {as_bias, pads, c.f(-std::numeric_limits<double>::infinity())});
+  }
+  if (n.int_attr("is_causal", 0) != 0) {
+    ValueId past = n.has_input(4) ? c.dim(n.inputs[4], 2) : c.i64s({0});
+    ValueId rows = c.op(OpKind::Range, {c.i64(0), c.op(OpKind::Squeeze, {c.dim(q, 2), c.i64s({0})}), c.i64(1)});
+    ValueId cols = c.op(OpKind::Range, {c.i64(0), c.op(OpKind::Squeeze, {keys, c.i64s({0})}), c.i64(1)});
+    ValueId frontier = c.op(OpKind::Add, {c.op(OpKind::Unsqueeze, {rows, c.i64s({1})}), past});
+    ValueId causal = c.bias_of(c.op(OpKind::LessOrEqual, {cols, frontier}));
+    bias = bias ? c.op(OpKind::Add, {*bias, causal}) : causal;
+  }
+  if (bias) scores = c.op(OpKind::Add, {scores, *bias});
+  ValueId probs = c.op(OpKind::Softmax, {scores}, Chain::axis(-1));
+  if (bias) {  // a row whose every key is masked gives zeros, not the NaN of a softmax over -inf
+    AttrMap keep;
+    keep["keepdims"] = Attribute{int64_t{1}};
+    ValueId row_max = c.op(OpKind::ReduceMax, {*bias, c.i64s({-1})}, std::move(keep));
+    ValueId none = c.op(OpKind::Equal, {row_max, c.f(-std::numeric_limits<double>::infinity())});
+    probs = c.op(OpKind::Where, {none, c.f(0.0), probs});
+  }
+  if (*rank == 4) {
+    c.op(OpKind::MatMul, {probs, vr}, {}, n.outputs[0]);
+    return;
+  }
+  ValueId y = c.transpose(c.op(OpKind::MatMul, {probs, vr}), {0, 2, 1, 3});
+  c.op(OpKind::Reshape, {y, c.i64s({0, 0, -1})}, {}, n.outputs[0]);
+}
+
+}  // namespace
+
+void attention_rewrite(OnnxGraphReader& b, NodeForm& n) { attention(b, n); }
+
+}  // namespace kiln::rewrites
