@@ -1,10 +1,12 @@
 // Attention (opsets 23 and 24) read as the chain kiln's attention fusion knows: Q and K each scaled by
-// sqrt(scale), Q K^T, softcap, the mask and the causal frontier as an additive bias, Softmax (zeros for
-// a row with every key masked), times V.
-// 3-D inputs ([batch, seq, heads x head_size]) are split into heads first and joined after; past_key /
-// past_value are concatenated in front of K and V (present_key / present_value); grouped-query
-// attention repeats each K / V head for its group of query heads. Not read (unsupported, so a model
-// says why): nonpad_kv_seqlen, the qk_matmul_output output and attributes of later versions.
+// sqrt(scale), Q K^T, softcap, the mask, the causal frontier and nonpad_kv_seqlen's padding as one
+// additive bias, Softmax (zeros for a row with every key masked), times V. 3-D inputs ([batch, seq,
+// heads x head_size]) are split into heads first and joined after; past_key / past_value are
+// concatenated in front of K and V (present_key / present_value); grouped-query attention repeats each
+// K / V head for its group of query heads. The causal frontier of query i is key i + offset: the past
+// length, else nonpad_kv_seqlen less the queries (per batch), else 0. qk_matmul_output is the scores
+// after the product (mode 0), the softcap (1), the bias (2) or the softmax (3). Version 25's window
+// attributes are not read (its nodes are refused as an unsupported version).
 #include <cmath>
 #include <limits>
 
@@ -58,8 +60,8 @@ void attention(OnnxGraphReader& b, NodeForm& n) {
   need_io(n);
   if (!n.has_input(1) || !n.has_input(2)) user_error("{}: inputs K and V are required", n.desc());
   if (n.has_input(4) != n.has_input(5)) user_error("{}: past_key and past_value come together", n.desc());
-  if (n.has_input(6)) unsupported("{}: the nonpad_kv_seqlen input is not supported", n.desc());
-  if (n.has_output(3)) unsupported("{}: the qk_matmul_output output is not supported", n.desc());
+  const int64_t qk_mode = n.int_attr("qk_matmul_output_mode", 0);
+  if (qk_mode < 0 || qk_mode > 3) user_error("{}: qk_matmul_output_mode {} (expected 0 to 3)", n.desc(), qk_mode);
   for (const auto& [name, a] : n.attrs)
     if (name != "is_causal" && name != "kv_num_heads" && name != "q_num_heads" && name != "scale" &&
         name != "softcap" && name != "softmax_precision" && name != "qk_matmul_output_mode")
@@ -97,8 +99,10 @@ void attention(OnnxGraphReader& b, NodeForm& n) {
   ValueId kr = c.repeat_heads(k, q), vr = c.repeat_heads(v, q);
   ValueId scores = c.op(OpKind::MatMul, {c.op(OpKind::Mul, {q, root_scale}),
                                          c.transpose(c.op(OpKind::Mul, {kr, root_scale}), {0, 1, 3, 2})});
+  std::vector<ValueId> stages{scores};  // what qk_matmul_output can be, by mode
   if (double cap = n.float_attr("softcap", 0.0); cap > 0)
     scores = c.op(OpKind::Mul, {c.op(OpKind::Tanh, {c.op(OpKind::Div, {scores, c.f(cap)})}), c.f(cap)});
+  stages.push_back(scores);
 
   // The mask (bool: true keeps; float: added) padded to the keys with masked columns, then the causal
   // frontier: query i sees key j when j <= i + past length.
@@ -119,15 +123,26 @@ void attention(OnnxGraphReader& b, NodeForm& n) {
     ValueId as_bias = *mt == DType::boolean ? c.bias_of(mask) : c.op(OpKind::CastLike, {mask, c.like});
     bias = c.op(OpKind::Pad, {as_bias, pads, c.f(-std::numeric_limits<double>::infinity())});
   }
+  // nonpad_kv_seqlen [batch] as [batch, 1, 1, 1], against the key index.
+  const ValueId kept_keys = n.has_input(6) ? c.op(OpKind::Reshape, {n.inputs[6], c.i64s({-1, 1, 1, 1})}) : kNoValue;
   if (n.int_attr("is_causal", 0) != 0) {
-    ValueId past = n.has_input(4) ? c.dim(n.inputs[4], 2) : c.i64s({0});
+    // The frontier's offset: the past length, else the keys kept less the queries (per batch), else 0.
+    ValueId past = n.has_input(4) ? c.dim(n.inputs[4], 2)
+                   : kept_keys != kNoValue ? c.op(OpKind::Sub, {kept_keys, c.dim(q, 2)})
+                                 : c.i64s({0});
     ValueId rows = c.op(OpKind::Range, {c.i64(0), c.op(OpKind::Squeeze, {c.dim(q, 2), c.i64s({0})}), c.i64(1)});
     ValueId cols = c.op(OpKind::Range, {c.i64(0), c.op(OpKind::Squeeze, {keys, c.i64s({0})}), c.i64(1)});
     ValueId frontier = c.op(OpKind::Add, {c.op(OpKind::Unsqueeze, {rows, c.i64s({1})}), past});
     ValueId causal = c.bias_of(c.op(OpKind::LessOrEqual, {cols, frontier}));
     bias = bias ? c.op(OpKind::Add, {*bias, causal}) : causal;
   }
+  if (kept_keys != kNoValue) {
+    ValueId cols = c.op(OpKind::Range, {c.i64(0), c.op(OpKind::Squeeze, {keys, c.i64s({0})}), c.i64(1)});
+    ValueId padding = c.bias_of(c.op(OpKind::Less, {cols, kept_keys}));
+    bias = bias ? c.op(OpKind::Add, {*bias, padding}) : padding;
+  }
   if (bias) scores = c.op(OpKind::Add, {scores, *bias});
+  stages.push_back(scores);
   ValueId probs = c.op(OpKind::Softmax, {scores}, Chain::axis(-1));
   if (bias) {  // a row whose every key is masked gives zeros, not the NaN of a softmax over -inf
     AttrMap keep;
@@ -136,6 +151,8 @@ void attention(OnnxGraphReader& b, NodeForm& n) {
     ValueId none = c.op(OpKind::Equal, {row_max, c.f(-std::numeric_limits<double>::infinity())});
     probs = c.op(OpKind::Where, {none, c.f(0.0), probs});
   }
+  stages.push_back(probs);
+  if (n.has_output(3)) c.op(OpKind::Identity, {stages[size_t(qk_mode)]}, {}, n.outputs[3]);
   if (*rank == 4) {
     c.op(OpKind::MatMul, {probs, vr}, {}, n.outputs[0]);
     return;
