@@ -1,13 +1,16 @@
-// Attention (opsets 23 and 24) read as the chain kiln's attention fusion knows: Q and K each scaled by
+// Attention (opsets 23 to 25) read as the chain kiln's attention fusion knows: Q and K each scaled by
 // sqrt(scale), Q K^T, softcap, the mask, the causal frontier and nonpad_kv_seqlen's padding as one
 // additive bias, Softmax (zeros for a row with every key masked), times V. 3-D inputs ([batch, seq,
 // heads x head_size]) are split into heads first and joined after; past_key / past_value are
 // concatenated in front of K and V (present_key / present_value); grouped-query attention repeats each
-// K / V head for its group of query heads. The causal frontier of query i is key i + offset: the past
-// length, else nonpad_kv_seqlen less the queries (per batch), else 0. qk_matmul_output is the scores
-// after the product (mode 0), the softcap (1), the bias (2) or the softmax (3). Version 25's window
-// attributes are not read (its nodes are refused as an unsupported version).
+// K / V head for its group of query heads. Query i sits at key i + offset (the past length, else
+// nonpad_kv_seqlen less the queries, per batch, else 0): is_causal keeps the keys up to it, version 25's
+// left / right windows those around it. qk_matmul_output is the scores after the product (mode 0), the
+// softcap (1), the bias (2) or the softmax (3).
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <string_view>
 #include <limits>
 
 #include "onnx/import_rewrites.h"
@@ -62,9 +65,11 @@ void attention(OnnxGraphReader& b, NodeForm& n) {
   if (n.has_input(4) != n.has_input(5)) user_error("{}: past_key and past_value come together", n.desc());
   const int64_t qk_mode = n.int_attr("qk_matmul_output_mode", 0);
   if (qk_mode < 0 || qk_mode > 3) user_error("{}: qk_matmul_output_mode {} (expected 0 to 3)", n.desc(), qk_mode);
+  static constexpr std::string_view kAttributes[] = {"is_causal",  "kv_num_heads", "left_window_size",
+                                                      "q_num_heads", "qk_matmul_output_mode", "right_window_size",
+                                                      "scale",      "softcap",      "softmax_precision"};
   for (const auto& [name, a] : n.attrs)
-    if (name != "is_causal" && name != "kv_num_heads" && name != "q_num_heads" && name != "scale" &&
-        name != "softcap" && name != "softmax_precision" && name != "qk_matmul_output_mode")
+    if (std::find(std::begin(kAttributes), std::end(kAttributes), name) == std::end(kAttributes))
       unsupported("{}: attribute '{}' is not supported", n.desc(), name);
   Chain c{b, n, n.inputs[0]};
   std::optional<int> rank = b.known_rank(n.inputs[0]);
@@ -125,16 +130,24 @@ void attention(OnnxGraphReader& b, NodeForm& n) {
   }
   // nonpad_kv_seqlen [batch] as [batch, 1, 1, 1], against the key index.
   const ValueId kept_keys = n.has_input(6) ? c.op(OpKind::Reshape, {n.inputs[6], c.i64s({-1, 1, 1, 1})}) : kNoValue;
-  if (n.int_attr("is_causal", 0) != 0) {
-    // The frontier's offset: the past length, else the keys kept less the queries (per batch), else 0.
-    ValueId past = n.has_input(4) ? c.dim(n.inputs[4], 2)
-                   : kept_keys != kNoValue ? c.op(OpKind::Sub, {kept_keys, c.dim(q, 2)})
-                                 : c.i64s({0});
+  // Query i sits at key position i + offset: the past length, else the keys kept less the queries
+  // (per batch), else 0. is_causal keeps the keys up to it; version 25's windows the keys within
+  // left_window_size before and right_window_size after it (-1: no bound).
+  const bool causal = n.int_attr("is_causal", 0) != 0;
+  const int64_t left = n.int_attr("left_window_size", -1), right = causal ? 0 : n.int_attr("right_window_size", -1);
+  if (causal || left >= 0 || right >= 0) {
+    ValueId offset = n.has_input(4) ? c.dim(n.inputs[4], 2)
+                     : kept_keys != kNoValue ? c.op(OpKind::Sub, {kept_keys, c.dim(q, 2)})
+                                             : c.i64s({0});
     ValueId rows = c.op(OpKind::Range, {c.i64(0), c.op(OpKind::Squeeze, {c.dim(q, 2), c.i64s({0})}), c.i64(1)});
     ValueId cols = c.op(OpKind::Range, {c.i64(0), c.op(OpKind::Squeeze, {keys, c.i64s({0})}), c.i64(1)});
-    ValueId frontier = c.op(OpKind::Add, {c.op(OpKind::Unsqueeze, {rows, c.i64s({1})}), past});
-    ValueId causal = c.bias_of(c.op(OpKind::LessOrEqual, {cols, frontier}));
-    bias = bias ? c.op(OpKind::Add, {*bias, causal}) : causal;
+    ValueId at = c.op(OpKind::Add, {c.op(OpKind::Unsqueeze, {rows, c.i64s({1})}), offset});
+    std::optional<ValueId> keep;
+    auto both = [&](ValueId k) { keep = keep ? c.op(OpKind::And, {*keep, k}) : k; };
+    if (right >= 0) both(c.op(OpKind::LessOrEqual, {cols, c.op(OpKind::Add, {at, c.i64(right)})}));
+    if (left >= 0) both(c.op(OpKind::GreaterOrEqual, {cols, c.op(OpKind::Sub, {at, c.i64(left)})}));
+    ValueId window = c.bias_of(*keep);
+    bias = bias ? c.op(OpKind::Add, {*bias, window}) : window;
   }
   if (kept_keys != kNoValue) {
     ValueId cols = c.op(OpKind::Range, {c.i64(0), c.op(OpKind::Squeeze, {keys, c.i64s({0})}), c.i64(1)});
