@@ -103,7 +103,7 @@ void attention(OnnxGraphReader& b, NodeForm& n) {
   }
   ValueId kr = c.repeat_heads(k, q), vr = c.repeat_heads(v, q);
   ValueId scores = c.op(OpKind::MatMul, {c.op(OpKind::Mul, {q, root_scale}),
-                                         c.transpose(c.op(OpKind::Mul, {kr, root_scale}), {0, 1, 3, 2})});
+                                         c.op(OpKind::Mul, {c.transpose(kr, {0, 1, 3, 2}), root_scale})});
   std::vector<ValueId> stages{scores};  // what qk_matmul_output can be, by mode
   if (double cap = n.float_attr("softcap", 0.0); cap > 0)
     scores = c.op(OpKind::Mul, {c.op(OpKind::Tanh, {c.op(OpKind::Div, {scores, c.f(cap)})}), c.f(cap)});
@@ -157,7 +157,10 @@ void attention(OnnxGraphReader& b, NodeForm& n) {
   if (bias) scores = c.op(OpKind::Add, {scores, *bias});
   stages.push_back(scores);
   ValueId probs = c.op(OpKind::Softmax, {scores}, Chain::axis(-1));
-  if (bias) {  // a row whose every key is masked gives zeros, not the NaN of a softmax over -inf
+  // A row whose every key is masked gives zeros, not the NaN of a softmax over -inf. The causal frontier
+  // alone never masks a whole row (key 0 is at or before every query) unless nonpad_kv_seqlen moves it.
+  const bool may_mask_rows = n.has_input(3) || kept_keys != kNoValue || left >= 0;
+  if (bias && may_mask_rows) {
     AttrMap keep;
     keep["keepdims"] = Attribute{int64_t{1}};
     ValueId row_max = c.op(OpKind::ReduceMax, {*bias, c.i64s({-1})}, std::move(keep));
