@@ -42,6 +42,10 @@ int merge_sibling_matmuls(Graph& g);
 // with it (gemm_as_matmul.cpp). Returns the number of Gemms rewritten.
 int gemm_as_matmul(Graph& g);
 
+// CastLike(x, like) becomes Cast(x, to = like's element type) (cast_like_as_cast.cpp; types must be
+// inferred). Returns the number rewritten.
+int cast_like_as_cast(Graph& g);
+
 // For the fp64 reference path: every floating-point value, constant and Cast target becomes f64.
 void widen_to_f64(Graph& g, const Options& options);
 
