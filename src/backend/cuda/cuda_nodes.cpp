@@ -3,6 +3,9 @@
 // the hand-written kernels of device_ops.h. Pointwise nodes never get here: the CUDA backend makes a
 // generated kernel of a lone one (Fusions::pointwise_singletons).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
 
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/device_ops.h"
@@ -232,6 +235,77 @@ class PoolKernel final : public DeviceNodeKernel {
   }
 };
 
+// Pad in constant mode along one axis, with constant pads and value and a static input shape: the blocks
+// before and after are filled on the host once, uploaded, and joined with the input by one concat.
+class PadKernel final : public DeviceNodeKernel {
+ public:
+  PadKernel(const CudaRuntime& runtime, const Graph& g, const Node& node, const DeviceOps& ops)
+      : DeviceNodeKernel(runtime, g, node, ops) {
+    const TensorType& t = g.value(node.inputs[0]).type;
+    if (!is_static(t.shape)) user_error("{}: the CUDA backend pads inputs of a static shape only", what_);
+    dims_ = static_dims(t.shape);
+    const Tensor* pads = constant_input(g, 1);
+    if (!pads || node.has_input(3) || node.attr_string("mode", "constant") != "constant")
+      user_error("{}: the CUDA backend pads with constant pads, all axes, mode constant only", what_);
+    const std::vector<int64_t> p = pads->to_int64_vector();
+    const size_t rank = dims_.size();
+    if (p.size() != 2 * rank) user_error("{}: {} pads for rank {}", what_, p.size(), rank);
+    for (size_t d = 0; d < rank; ++d) {
+      if (p[d] < 0 || p[d + rank] < 0) user_error("{}: the CUDA backend does not crop (negative pads)", what_);
+      if (p[d] == 0 && p[d + rank] == 0) continue;
+      if (axis_ >= 0) user_error("{}: the CUDA backend pads one axis only", what_);
+      axis_ = static_cast<int>(d), before_ = p[d], after_ = p[d + rank];
+    }
+    const Tensor* value = node.has_input(2) ? constant_input(g, 2) : nullptr;
+    if (node.has_input(2) && (!value || value->numel() != 1 || value->dtype() != t.dtype))
+      user_error("{}: the CUDA backend pads with a constant scalar of the input's type", what_);
+    if (axis_ < 0) return;
+    for (int64_t len : {before_, after_}) {
+      std::vector<int64_t> shape = dims_;
+      shape[size_t(axis_)] = len;
+      Tensor block = Tensor::empty(t.dtype, shape);  // zeros: the default value
+      const size_t es = dtype_size(t.dtype);
+      if (value)
+        for (int64_t i = 0; i < block.numel(); ++i)
+          std::memcpy(static_cast<char*>(block.raw()) + size_t(i) * es, value->raw(), es);
+      blocks_.push_back(len > 0 ? runtime.upload(block) : Tensor());
+    }
+  }
+  std::vector<Tensor> launch(const LaunchArgs& args) const override {
+    const Tensor& in = *args.inputs.at(0);
+    if (in.shape() != dims_) user_error("{}: input {} where the CUDA backend planned [{}]", what_, in.shape_string(), fmt::join(dims_, ","));
+    std::vector<int64_t> dims = dims_;
+    if (axis_ >= 0) dims[size_t(axis_)] += before_ + after_;
+    Tensor out = output(args, 0, in.dtype(), dims);
+    if (out.numel() == 0) return {out};
+    if (axis_ < 0) {
+      ops_.strided_copy(stream(), device_ptr(in), device_ptr(out), dims, contiguous_strides(dims), 0,
+                        static_cast<int>(dtype_size(in.dtype())));
+      return {out};
+    }
+    const std::vector<CUdeviceptr> pointers = {before_ > 0 ? device_ptr(blocks_[0]) : 0, device_ptr(in),
+                                               after_ > 0 ? device_ptr(blocks_[1]) : 0};
+    const std::vector<int64_t> lens = {before_, dims_[size_t(axis_)], after_};
+    ops_.concat(stream(), pointers, lens, device_ptr(out), prod(dims, 0, size_t(axis_)),
+                prod(dims, size_t(axis_) + 1, dims.size()), static_cast<int>(dtype_size(in.dtype())));
+    return {out};
+  }
+
+ private:
+  const Tensor* constant_input(const Graph& g, size_t i) const {
+    return node_.has_input(i) ? g.value(node_.inputs[i]).constant.get() : nullptr;
+  }
+  static std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
+    std::vector<int64_t> s(dims.size(), 1);
+    for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
+    return s;
+  }
+  std::vector<int64_t> dims_;
+  int axis_ = -1;
+  int64_t before_ = 0, after_ = 0;
+  std::vector<Tensor> blocks_;  // the before and after blocks, on the device
+};
+
 bool is_view(OpKind op) {
   return op == OpKind::Identity || op == OpKind::Reshape || op == OpKind::Flatten || op == OpKind::Squeeze ||
          op == OpKind::Unsqueeze;
@@ -242,7 +316,7 @@ bool is_view(OpKind op) {
 bool has_node_kernel(const Graph& g, const Node& node) {
   switch (node.op) {
     case OpKind::MatMul: case OpKind::Gather: case OpKind::Concat: case OpKind::Split: case OpKind::Transpose:
-    case OpKind::Expand: case OpKind::GlobalAveragePool: return true;
+    case OpKind::Expand: case OpKind::GlobalAveragePool: case OpKind::Pad: return true;
     case OpKind::MaxPool: return node.outputs.size() < 2 || node.outputs[1] == kNoValue;
     case OpKind::Conv: return has_conv_route(g, node, nullptr);
     default: return is_view(node.op);
@@ -266,6 +340,7 @@ std::unique_ptr<Kernel> make_node_kernel(const CudaRuntime& runtime, const Graph
     case OpKind::Expand: return std::make_unique<StridedCopyKernel>(runtime, g, node, ops);
     case OpKind::MaxPool:
     case OpKind::GlobalAveragePool: return std::make_unique<PoolKernel>(runtime, g, node, ops);
+    case OpKind::Pad: return std::make_unique<PadKernel>(runtime, g, node, ops);
     default: internal_error("{}: has_node_kernel and make_node_kernel disagree", g.describe(node));
   }
 }
