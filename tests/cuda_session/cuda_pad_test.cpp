@@ -29,25 +29,29 @@ class CudaPad : public ::testing::Test {
   }
 };
 
-std::string graph(const std::string& type, const std::string& pads, const std::string& value) {
-  return "graph g(%x: " + type + ") -> (%y) {\n  const %p: i64[" + std::to_string(std::count(pads.begin(), pads.end(), ',') + 1) +
-         "] = [" + pads + "]\n" + (value.empty() ? "" : "  const %v: " + value + "\n") + "  %y = Pad(%x, %p" +
-         (value.empty() ? "" : ", %v") + ")\n}\n";
+std::string graph(const std::string& type, const std::string& pads, const std::string& value,
+                  const std::string& axes = "") {
+  auto count = [](const std::string& list) { return std::to_string(std::count(list.begin(), list.end(), ',') + 1); };
+  return "graph g(%x: " + type + ") -> (%y) {\n  const %p: i64[" + count(pads) + "] = [" + pads + "]\n" +
+         (value.empty() ? "" : "  const %v: " + value + "\n") +
+         (axes.empty() ? "" : "  const %a: i64[" + count(axes) + "] = [" + axes + "]\n") + "  %y = Pad(%x, %p, " +
+         (value.empty() ? "_" : "%v") + (axes.empty() ? "" : ", %a") + ")\n}\n";
 }
 
 TEST_F(CudaPad, MatchesTheCpuBitForBit) {
   struct Case {
-    std::string type, pads, value;
+    std::string type, pads, value, axes;
   };
   const Case cases[] = {
-      {"f32[2,3,5]", "0, 0, 1, 0, 0, 2", "f32[] = [-inf]"},  // an attention mask's keys
-      {"f32[2,3,5]", "0, 2, 0, 0, 0, 0", ""},                // before only, zeros
-      {"f32[2,3,5]", "0, 0, 0, 1, 0, 0", "f32[] = [7.5]"},   // after only, the outer axis
-      {"f32[1,1]", "0, 3, 0, 3", "f32[] = [nan]"},           // size-1 dims
-      {"f16[4,6]", "0, 1, 0, 1", "f16[] = [-2]"},
+      {"f32[2,3,5]", "0, 0, 1, 0, 0, 2", "f32[] = [-inf]", ""},  // an attention mask's keys
+      {"f32[2,3,5]", "0, 2, 0, 0, 0, 0", "", ""},                // before only, zeros
+      {"f32[2,3,5]", "0, 0, 0, 1, 0, 0", "f32[] = [7.5]", ""},   // after only, the outer axis
+      {"f32[1,1]", "0, 3, 0, 3", "f32[] = [nan]", ""},           // size-1 dims
+      {"f16[4,6]", "0, 1, 0, 1", "f16[] = [-2]", ""},
+      {"f32[2,3,5]", "1, 3", "f32[] = [-inf]", "-1"},  // pads of the listed axes only (Pad-18)
   };
   for (const Case& c : cases) {
-    const std::string text = graph(c.type, c.pads, c.value);
+    const std::string text = graph(c.type, c.pads, c.value, c.axes);
     Session gpu = on("cuda", text), cpu = on("cpu", text);
     for (uint64_t seed : {1, 2, 3}) {  // launch, capture, replay
       std::map<std::string, Tensor> in = make_inputs(cpu.graph(), {}, seed);

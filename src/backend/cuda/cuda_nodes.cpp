@@ -245,10 +245,22 @@ class PadKernel final : public DeviceNodeKernel {
     if (!is_static(t.shape)) user_error("{}: the CUDA backend pads inputs of a static shape only", what_);
     dims_ = static_dims(t.shape);
     const Tensor* pads = constant_input(g, 1);
-    if (!pads || node.has_input(3) || node.attr_string("mode", "constant") != "constant")
-      user_error("{}: the CUDA backend pads with constant pads, all axes, mode constant only", what_);
-    const std::vector<int64_t> p = pads->to_int64_vector();
+    const Tensor* axes = constant_input(g, 3);
+    if (!pads || (node.has_input(3) && !axes) || node.attr_string("mode", "constant") != "constant")
+      user_error("{}: the CUDA backend pads with constant pads and axes, mode constant only", what_);
     const size_t rank = dims_.size();
+    // Pads of every axis: [begins..., ends...], from the listed axes' pads when axes are given.
+    std::vector<int64_t> p = pads->to_int64_vector();
+    if (axes) {
+      const std::vector<int64_t> listed = axes->to_int64_vector();
+      if (p.size() != 2 * listed.size()) user_error("{}: {} pads for {} axes", what_, p.size(), listed.size());
+      std::vector<int64_t> all(2 * rank, 0);
+      for (size_t i = 0; i < listed.size(); ++i) {
+        const size_t a = size_t(normalize_axis(listed[i], int(rank), what_));
+        all[a] = p[i], all[a + rank] = p[i + listed.size()];
+      }
+      p = std::move(all);
+    }
     if (p.size() != 2 * rank) user_error("{}: {} pads for rank {}", what_, p.size(), rank);
     for (size_t d = 0; d < rank; ++d) {
       if (p[d] < 0 || p[d + rank] < 0) user_error("{}: the CUDA backend does not crop (negative pads)", what_);
