@@ -25,7 +25,7 @@ struct RewriteRow {
 };
 // The activations and elementwise functions (import_rewrites_math.cpp), sorted by name.
 std::span<const RewriteRow> math_rewrites();
-// DepthToSpace and SpaceToDepth (import_rewrites_shape.cpp).
+// DepthToSpace, OneHot and SpaceToDepth (import_rewrites_shape.cpp).
 std::span<const RewriteRow> shape_rewrites();
 
 void rms_normalization(OnnxGraphReader& b, NodeForm& n);

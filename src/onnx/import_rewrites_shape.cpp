@@ -1,6 +1,9 @@
 // DepthToSpace and SpaceToDepth (modes DCR and CRD) read as Reshape, Transpose, Reshape, with the
-// shapes computed from the input's (folded to constants where its shape is static).
+// shapes computed from the input's (folded to constants where its shape is static); OneHot as an Equal
+// of the indices against a Range of the classes, choosing between its two values.
 #include <fmt/format.h>
+
+#include <optional>
 
 #include "onnx/import_rewrites.h"
 #include "support/error.h"
@@ -78,11 +81,50 @@ void space_to_depth(OnnxGraphReader& b, NodeForm& n) {
   add(b, n, OpKind::Reshape, {t, concat(b, n, {d.n, depth, h, w})}, "out", {}, n.outputs[0]);
 }
 
+// OneHot(indices, depth, values; axis): values[1] where the class along the new axis is the index
+// (negative ones count from depth; others outside [0, depth) match nothing), values[0] elsewhere.
+// Indices and depth of any numeric type are cast to i64 first (a float truncates, as ONNX says).
+void one_hot(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  if (!n.has_input(1) || !n.has_input(2)) user_error("{}: inputs depth and values are required", n.desc());
+  std::optional<int> rank = b.known_rank(n.inputs[0]);
+  if (!rank) unsupported("{}: the indices' rank must be declared", n.desc());
+  const int64_t out_rank = *rank + 1, axis = n.int_attr("axis", -1);
+  if (axis < -out_rank || axis >= out_rank)
+    user_error("{}: axis {} is out of range for an output of rank {}", n.desc(), axis, out_rank);
+  const int64_t a = axis < 0 ? axis + out_rank : axis;
+  AttrMap to_i64;
+  to_i64["to"] = Attribute{std::string(dtype_name(DType::i64))};
+  auto scalar = [&](int64_t v) { return b.graph().add_constant(b.unique_name(n.name + "_i"), Tensor::scalar(DType::i64, v)); };
+  ValueId idx = add(b, n, OpKind::Cast, {n.inputs[0]}, "indices", to_i64);
+  ValueId depth = add(b, n, OpKind::Cast,
+                      {add(b, n, OpKind::Squeeze, {add(b, n, OpKind::Reshape, {n.inputs[1], b.constant_i64(n.name + "_one", {1})}, "depth1"),
+                                                   b.constant_i64(n.name + "_axis0", {0})},
+                           "depth0")},
+                      "depth", to_i64);
+  ValueId from_end = add(b, n, OpKind::Add, {idx, depth}, "from_end");
+  ValueId wrapped = add(b, n, OpKind::Where, {add(b, n, OpKind::Less, {idx, scalar(0)}, "negative"), from_end, idx}, "wrapped");
+  std::vector<int64_t> class_shape(size_t(out_rank), 1);
+  class_shape[size_t(a)] = -1;
+  ValueId classes = add(b, n, OpKind::Reshape,
+                        {add(b, n, OpKind::Range, {scalar(0), depth, scalar(1)}, "classes"),
+                         b.constant_i64(n.name + "_class_shape", class_shape)},
+                        "classes_along_axis");
+  ValueId hit = add(b, n, OpKind::Equal,
+                    {add(b, n, OpKind::Unsqueeze, {wrapped, b.constant_i64(n.name + "_axis", {a})}, "indices_along_axis"),
+                     classes},
+                    "hit");
+  ValueId off = add(b, n, OpKind::Gather, {n.inputs[2], scalar(0)}, "off");
+  ValueId on = add(b, n, OpKind::Gather, {n.inputs[2], scalar(1)}, "on");
+  add(b, n, OpKind::Where, {hit, on, off}, "out", {}, n.outputs[0]);
+}
+
 }  // namespace
 
 std::span<const RewriteRow> shape_rewrites() {
   static constexpr RewriteRow kRows[] = {
       {"DepthToSpace", depth_to_space},
+      {"OneHot", one_hot},
       {"SpaceToDepth", space_to_depth},
   };
   return kRows;

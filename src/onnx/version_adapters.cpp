@@ -196,6 +196,7 @@ constexpr VersionStep kSteps[] = {
     {"DepthToSpace", 1, nullptr, "oldest read (DCR)"}, {"DepthToSpace", 11, nullptr, "mode (CRD)"},
     {"DepthToSpace", 13, nullptr, "bf16"},
     {"SpaceToDepth", 1, nullptr, "oldest read"}, {"SpaceToDepth", 13, nullptr, "bf16"},
+    {"OneHot", 9, nullptr, "oldest read"}, {"OneHot", 11, nullptr, "negative indices count from depth"},
     {"NegativeLogLikelihoodLoss", 12, nullptr, "oldest read"}, {"NegativeLogLikelihoodLoss", 13, nullptr, "bf16"},
     {"NegativeLogLikelihoodLoss", 22, nullptr, "bf16 dropped, more float types"},
     {"SoftmaxCrossEntropyLoss", 12, nullptr, "oldest read"}, {"SoftmaxCrossEntropyLoss", 13, nullptr, "bf16"},
