@@ -184,6 +184,31 @@ void global_max_pool(OnnxGraphReader& r, NodeForm& n) {
   f.out(OpKind::ReduceMax, {f.x, trailing_axes(f, 2)}, one_attr("keepdims", Attribute{int64_t{1}}));
 }
 
+// (sum over each window of |x|^p)^(1/p): the AveragePool of |x|^p counting the pads (which add 0)
+// times the window's size. ceil_mode is not read: its last windows would count fewer elements.
+void lp_pool(OnnxGraphReader& r, NodeForm& n) {
+  Body f(r, n);
+  if (n.int_attr("ceil_mode", 0) != 0) unsupported("{}: ceil_mode 1 is not supported", n.desc());
+  auto it = n.attrs.find("kernel_shape");
+  const auto* kernel_list = it == n.attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second.value);
+  if (!kernel_list || kernel_list->empty()) user_error("{}: attribute 'kernel_shape' (ints) is required", n.desc());
+  const std::vector<int64_t>& kernel = *kernel_list;
+  double size = 1;
+  for (int64_t k : kernel) {
+    if (k < 1) user_error("{}: kernel_shape holds {}", n.desc(), k);
+    size *= double(k);
+  }
+  const int64_t p = n.int_attr("p", 2);
+  if (p < 1) user_error("{}: p must be at least 1, got {}", n.desc(), p);
+  AttrMap pool;
+  for (const char* name : {"kernel_shape", "strides", "pads", "dilations", "auto_pad"})
+    if (auto it = n.attrs.find(name); it != n.attrs.end()) pool[name] = it->second;
+  pool["count_include_pad"] = Attribute{int64_t{1}};
+  ValueId powered = f.op(OpKind::Pow, {f.op(OpKind::Abs, {f.x}), f.c(double(p))});
+  ValueId sum = f.op(OpKind::Mul, {f.op(OpKind::AveragePool, {powered}, std::move(pool)), f.c(size)});
+  f.out(OpKind::Pow, {sum, f.c(1.0 / double(p))});
+}
+
 // x / ||x||_p along one axis (p 1 or 2); 0 where the norm is 0, as ONNX's reference gives
 void lp_normalization(OnnxGraphReader& r, NodeForm& n) {
   Body f(r, n);
@@ -272,6 +297,7 @@ std::span<const RewriteRow> math_rewrites() {
       {"GlobalMaxPool", global_max_pool},
       {"Hardmax", hardmax},
       {"LpNormalization", lp_normalization},
+      {"LpPool", lp_pool},
       {"MeanVarianceNormalization", mean_variance_normalization},
       {"Mish", mish},
       {"PRelu", prelu},

@@ -211,6 +211,8 @@ constexpr VersionStep kSteps[] = {
     {"GlobalMaxPool", 1, nullptr, "oldest read"}, {"GlobalMaxPool", 22, nullptr, "bf16"},
     {"Hardmax", 13, nullptr, "oldest read (one axis; 1 and 11 flatten from the axis)"},
     {"LpNormalization", 1, nullptr, "oldest read"}, {"LpNormalization", 22, nullptr, "bf16"},
+    {"LpPool", 2, nullptr, "oldest read (p an int)"}, {"LpPool", 11, nullptr, "pads on auto_pad"},
+    {"LpPool", 18, nullptr, "ceil_mode, dilations"}, {"LpPool", 22, nullptr, "bf16"},
     {"MeanVarianceNormalization", 9, nullptr, "oldest read"}, {"MeanVarianceNormalization", 13, nullptr, "bf16"},
     {"Mish", 18, nullptr, "oldest read"}, {"Mish", 22, nullptr, "bf16"},
     {"PRelu", 7, nullptr, "oldest read (slope broadcasts)"}, {"PRelu", 9, nullptr, "integer types"},
