@@ -34,6 +34,10 @@ std::optional<DType> OnnxGraphReader::known_dtype(ValueId id) const {
   const Value& v = graph_.value(id);
   if (v.constant) return v.constant->dtype();
   if (typed_.count(id)) return v.type.dtype;
+  if (v.producer >= 0) {  // a Cast says what it makes
+    const Node& p = graph_.nodes[static_cast<size_t>(v.producer)];
+    if (p.op == OpKind::Cast) return dtype_from_name(p.attr_string("to", ""));
+  }
   return std::nullopt;
 }
 

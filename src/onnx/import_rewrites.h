@@ -27,6 +27,12 @@ struct RewriteRow {
 std::span<const RewriteRow> math_rewrites();
 // DepthToSpace, OneHot and SpaceToDepth (import_rewrites_shape.cpp).
 std::span<const RewriteRow> shape_rewrites();
+// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (import_rewrites_quantize.cpp).
+std::span<const RewriteRow> quantize_rewrites();
+
+// Round half to even of x (any float type): f + 1 where x - f > 0.5 or where it is 0.5 and f = floor(x)
+// is odd; NaN and infinities stay as they are (import_rewrites_math.cpp).
+ValueId round_half_even(OnnxGraphReader& b, const NodeForm& n, ValueId x);
 
 void rms_normalization(OnnxGraphReader& b, NodeForm& n);
 void negative_log_likelihood_loss(OnnxGraphReader& b, NodeForm& n);

@@ -113,14 +113,7 @@ void sign(OnnxGraphReader& r, NodeForm& n) {
 // 0.5 and f is odd. NaN and infinities come out as they went in (their d is NaN).
 void round(OnnxGraphReader& r, NodeForm& n) {
   Body f(r, n);
-  ValueId fl = f.op(OpKind::Floor, {f.x});
-  ValueId d = f.op(OpKind::Sub, {f.x, fl});
-  ValueId up = f.op(OpKind::Add, {fl, f.c(1)});
-  ValueId half = f.op(OpKind::Floor, {f.op(OpKind::Mul, {fl, f.c(0.5)})});
-  ValueId even = f.op(OpKind::Equal, {f.op(OpKind::Sub, {fl, f.op(OpKind::Add, {half, half})}), f.c(0)});
-  ValueId tie = f.op(OpKind::Where, {even, fl, up});
-  ValueId low = f.op(OpKind::Where, {f.op(OpKind::Less, {d, f.c(0.5)}), fl, tie});
-  f.out(OpKind::Where, {f.op(OpKind::Greater, {d, f.c(0.5)}), up, low});
+  f.out(OpKind::Identity, {round_half_even(r, n, f.x)});
 }
 
 // slope broadcasts to x (unidirectionally)
@@ -284,6 +277,19 @@ void hardmax(OnnxGraphReader& r, NodeForm& n) {
 }
 
 }  // namespace
+
+ValueId round_half_even(OnnxGraphReader& r, const NodeForm& n, ValueId x) {
+  auto c = [&](double v) { return r.scalar_like(n.name + "_c", v, x); };
+  auto op = [&](OpKind k, std::vector<ValueId> in) { return add(r, n, k, std::move(in), "round"); };
+  ValueId fl = op(OpKind::Floor, {x});
+  ValueId d = op(OpKind::Sub, {x, fl});
+  ValueId up = op(OpKind::Add, {fl, c(1)});
+  ValueId half = op(OpKind::Floor, {op(OpKind::Mul, {fl, c(0.5)})});
+  ValueId even = op(OpKind::Equal, {op(OpKind::Sub, {fl, op(OpKind::Add, {half, half})}), c(0)});
+  ValueId tie = op(OpKind::Where, {even, fl, up});
+  ValueId low = op(OpKind::Where, {op(OpKind::Less, {d, c(0.5)}), fl, tie});
+  return op(OpKind::Where, {op(OpKind::Greater, {d, c(0.5)}), up, low});
+}
 
 std::span<const RewriteRow> math_rewrites() {
   static constexpr RewriteRow kRows[] = {
