@@ -52,6 +52,7 @@
 #include "templates/gemm/cpu/epilogue_pass.h"
 #include "templates/gemm/cpu/gemm_kernel.h"
 #include "tools/commands.h"
+#include "tools/gemm_shape.h"
 #include "tools/sweep_gemm_cuda.h"
 
 namespace kiln::tools {
@@ -60,9 +61,7 @@ namespace {
 using nlohmann::json;
 namespace tg = templates::gemm;
 
-struct Shape {
-  int64_t m, n, k;
-};
+using Shape = GemmShape;
 
 struct GemmSweepArgs {
   std::vector<std::string> shapes;  // "MxNxK"; empty: the default list
@@ -77,18 +76,6 @@ std::vector<Shape> default_shapes() {
   for (int64_t m : {1, 32, 128, 512, 2048})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{768, 768}, {3072, 768}, {768, 3072}}) s.push_back({m, n, k});
   s.push_back({2048, 2048, 2048});
-  return s;
-}
-
-Shape parse_shape(const std::string& text) {
-  Shape s{};
-  char x1 = 0, x2 = 0;
-  long long m = 0, n = 0, k = 0;
-  int used = 0;
-  if (std::sscanf(text.c_str(), "%lld%c%lld%c%lld%n", &m, &x1, &n, &x2, &k, &used) != 5 || x1 != 'x' || x2 != 'x' ||
-      used != static_cast<int>(text.size()) || m < 1 || n < 1 || k < 1 || m > 65536 || n > 65536 || k > 65536)
-    user_error("sweep gemm: shape '{}' is not MxNxK with sizes 1..65536", text);
-  s.m = m, s.n = n, s.k = k;
   return s;
 }
 
@@ -266,7 +253,7 @@ std::vector<std::unique_ptr<autotune::Choice>> make_choices(Workload& w, const O
 int sweep_gemm(const GemmSweepArgs& a, Options options) {
   if (a.bare_only && a.epilogue_only) user_error("sweep gemm: --bare-only and --epilogue-only exclude each other");
   std::vector<Shape> shapes;
-  for (const std::string& t : a.shapes) shapes.push_back(parse_shape(t));
+  for (const std::string& t : a.shapes) shapes.push_back(parse_gemm_shape(t));
   if (shapes.empty()) shapes = default_shapes();
   apply_threads(options, a.threads);
   const int threads = omp_get_max_threads();

@@ -32,7 +32,9 @@
 #include "backend/cuda/cuda_runtime.h"
 #include "codegen/cuda/scalar_cuda.h"
 #include "kiln/tensor.h"
+#include "runtime/backends.h"
 #include "tools/commands.h"
+#include "tools/gemm_shape.h"
 
 namespace kiln::tools {
 namespace {
@@ -40,20 +42,11 @@ namespace {
 using namespace backend::cuda;
 using nlohmann::json;
 
-struct Shape {
-  int64_t m, n, k;
-};
+using Shape = GemmShape;
 
 std::vector<Shape> parse_shapes(const std::vector<std::string>& texts) {
   std::vector<Shape> shapes;
-  for (const std::string& t : texts) {
-    long long m = 0, n = 0, k = 0;
-    int used = 0;
-    if (std::sscanf(t.c_str(), "%lldx%lldx%lld%n", &m, &n, &k, &used) != 3 || used != int(t.size()) || m < 1 ||
-        n < 1 || k < 1 || m > 65536 || n > 65536 || k > 65536)
-      user_error("sweep gemm: shape '{}' is not MxNxK with sizes 1..65536", t);
-    shapes.push_back({m, n, k});
-  }
+  for (const std::string& t : texts) shapes.push_back(parse_gemm_shape(t));
   if (shapes.empty()) {
     for (int64_t m : {128, 1024})
       for (auto [n, k] : {std::pair<int64_t, int64_t>{768, 768}, {3072, 768}, {768, 3072}, {4096, 4096}})
@@ -191,20 +184,12 @@ double graph_us(const CudaRuntime& rt, const std::function<void()>& run) {
   return us[us.size() / 2];
 }
 
-int device_index(const std::string& device) {
-  if (device == "cuda") return 0;
-  int index = -1, used = 0;
-  if (std::sscanf(device.c_str(), "cuda:%d%n", &index, &used) != 1 || used != int(device.size()) || index < 0)
-    user_error("sweep gemm: --device {}: expected cpu, cuda or cuda:N", device);
-  return index;
-}
-
 }  // namespace
 
 int sweep_gemm_cuda(const CudaGemmSweepArgs& args, const Options& options) {
   if (args.bare_only && args.epilogue_only) user_error("sweep gemm: --bare-only and --epilogue-only exclude each other");
   const std::vector<Shape> shapes = parse_shapes(args.shapes);
-  const CudaRuntime rt(device_index(args.device), options);
+  const CudaRuntime rt(runtime::cuda_device_index(args.device), options);
   ModuleCache modules(rt, options);
   const GemmTemplateEpilogue bare{}, fused{true, GemmActivation::gelu};
   // Every template kernel, compiled in one parallel batch.

@@ -20,6 +20,16 @@ ValueId add(OnnxGraphReader& b, const NodeForm& n, OpKind op, std::vector<ValueI
   return b.graph().nodes[static_cast<size_t>(id)].outputs[0];
 }
 
+AttrMap one_attr(const char* name, Attribute a) {
+  AttrMap m;
+  m[name] = std::move(a);
+  return m;
+}
+
+ValueId cast_to(OnnxGraphReader& b, const NodeForm& n, ValueId x, DType to, const std::string& out) {
+  return add(b, n, OpKind::Cast, {x}, "cast", one_attr("to", Attribute{std::string(dtype_name(to))}), out);
+}
+
 void need_io(const NodeForm& n) {
   if (!n.has_output(0)) user_error("{}: output 0 is missing", n.desc());
   if (!n.has_input(0)) user_error("{}: input 0 is missing", n.desc());

@@ -16,6 +16,10 @@ ValueId add(OnnxGraphReader& b, const NodeForm& n, OpKind op, std::vector<ValueI
             AttrMap attrs = {}, const std::string& out = {});
 // A user error unless input 0 and output 0 are there.
 void need_io(const NodeForm& n);
+// An attribute map of one entry.
+AttrMap one_attr(const char* name, Attribute a);
+// Cast(x, to): one output named `out` (a model name) or a fresh one.
+ValueId cast_to(OnnxGraphReader& b, const NodeForm& n, ValueId x, DType to, const std::string& out = {});
 // A scalar i64 constant of `like`'s integer type (through CastLike where that is not known).
 ValueId int_scalar_like(OnnxGraphReader& b, const std::string& base, int64_t v, ValueId like);
 
@@ -31,8 +35,8 @@ std::span<const RewriteRow> shape_rewrites();
 std::span<const RewriteRow> quantize_rewrites();
 
 // Round half to even of x (any float type): f + 1 where x - f > 0.5 or where it is 0.5 and f = floor(x)
-// is odd; NaN and infinities stay as they are (import_rewrites_math.cpp).
-ValueId round_half_even(OnnxGraphReader& b, const NodeForm& n, ValueId x);
+// is odd; NaN and infinities stay as they are (import_rewrites_math.cpp). `out` names the result.
+ValueId round_half_even(OnnxGraphReader& b, const NodeForm& n, ValueId x, const std::string& out = {});
 
 void rms_normalization(OnnxGraphReader& b, NodeForm& n);
 void negative_log_likelihood_loss(OnnxGraphReader& b, NodeForm& n);

@@ -32,9 +32,7 @@ struct Chain {
   ValueId f(double v) { return b.scalar_like(n.name + "_c", v, like); }
   ValueId dim(ValueId x, int64_t axis) { return op(OpKind::Gather, {op(OpKind::Shape, {x}), i64s({axis})}); }
   ValueId transpose(ValueId x, std::vector<int64_t> perm) {
-    AttrMap a;
-    a["perm"] = Attribute{std::move(perm)};
-    return op(OpKind::Transpose, {x}, std::move(a));
+    return op(OpKind::Transpose, {x}, one_attr("perm", Attribute{std::move(perm)}));
   }
   // [batch, seq, heads x size] -> [batch, heads, seq, size].
   ValueId split_heads(ValueId x, int64_t heads) {
@@ -48,11 +46,7 @@ struct Chain {
     ValueId shape = op(OpKind::Concat, {dim(kv, 0), i64s({-1}), dim(kv, 2), dim(kv, 3)}, axis(0));
     return op(OpKind::Reshape, {wide, shape});
   }
-  static AttrMap axis(int64_t a) {
-    AttrMap m;
-    m["axis"] = Attribute{a};
-    return m;
-  }
+  static AttrMap axis(int64_t a) { return one_attr("axis", Attribute{a}); }
   // 0 where `keep`, -inf elsewhere, in Q's type.
   ValueId bias_of(ValueId keep) {
     return op(OpKind::Where, {keep, f(0.0), f(-std::numeric_limits<double>::infinity())});
@@ -94,9 +88,7 @@ void attention(OnnxGraphReader& b, NodeForm& n) {
   if (n.attrs.count("scale")) {
     root_scale = c.f(std::sqrt(n.float_attr("scale", 1.0)));
   } else {
-    AttrMap to_f32;
-    to_f32["to"] = Attribute{std::string(dtype_name(DType::f32))};
-    ValueId size = c.op(OpKind::Cast, {c.dim(q, 3)}, std::move(to_f32));
+    ValueId size = cast_to(b, n, c.dim(q, 3), DType::f32);
     ValueId one = b.graph().add_constant(b.unique_name(n.name + "_one"), Tensor::scalar(DType::f32, 1.0f));
     ValueId s = c.op(OpKind::Sqrt, {c.op(OpKind::Div, {one, c.op(OpKind::Sqrt, {size})})});
     root_scale = c.op(OpKind::CastLike, {s, c.like});
@@ -161,9 +153,7 @@ void attention(OnnxGraphReader& b, NodeForm& n) {
   // alone never masks a whole row (key 0 is at or before every query) unless nonpad_kv_seqlen moves it.
   const bool may_mask_rows = n.has_input(3) || kept_keys != kNoValue || left >= 0;
   if (bias && may_mask_rows) {
-    AttrMap keep;
-    keep["keepdims"] = Attribute{int64_t{1}};
-    ValueId row_max = c.op(OpKind::ReduceMax, {*bias, c.i64s({-1})}, std::move(keep));
+    ValueId row_max = c.op(OpKind::ReduceMax, {*bias, c.i64s({-1})}, one_attr("keepdims", Attribute{int64_t{1}}));
     ValueId none = c.op(OpKind::Equal, {row_max, c.f(-std::numeric_limits<double>::infinity())});
     probs = c.op(OpKind::Where, {none, c.f(0.0), probs});
   }

@@ -30,12 +30,6 @@ struct Body {
   }
 };
 
-AttrMap one_attr(const char* name, Attribute a) {
-  AttrMap m;
-  m[name] = std::move(a);
-  return m;
-}
-
 void swish(OnnxGraphReader& r, NodeForm& n) {
   Body f(r, n);
   double alpha = n.float_attr("alpha", 1.0);
@@ -113,7 +107,7 @@ void sign(OnnxGraphReader& r, NodeForm& n) {
 // 0.5 and f is odd. NaN and infinities come out as they went in (their d is NaN).
 void round(OnnxGraphReader& r, NodeForm& n) {
   Body f(r, n);
-  f.out(OpKind::Identity, {round_half_even(r, n, f.x)});
+  round_half_even(r, n, f.x, n.outputs[0]);
 }
 
 // slope broadcasts to x (unidirectionally)
@@ -278,7 +272,7 @@ void hardmax(OnnxGraphReader& r, NodeForm& n) {
 
 }  // namespace
 
-ValueId round_half_even(OnnxGraphReader& r, const NodeForm& n, ValueId x) {
+ValueId round_half_even(OnnxGraphReader& r, const NodeForm& n, ValueId x, const std::string& out) {
   auto c = [&](double v) { return r.scalar_like(n.name + "_c", v, x); };
   auto op = [&](OpKind k, std::vector<ValueId> in) { return add(r, n, k, std::move(in), "round"); };
   ValueId fl = op(OpKind::Floor, {x});
@@ -288,7 +282,7 @@ ValueId round_half_even(OnnxGraphReader& r, const NodeForm& n, ValueId x) {
   ValueId even = op(OpKind::Equal, {op(OpKind::Sub, {fl, op(OpKind::Add, {half, half})}), c(0)});
   ValueId tie = op(OpKind::Where, {even, fl, up});
   ValueId low = op(OpKind::Where, {op(OpKind::Less, {d, c(0.5)}), fl, tie});
-  return op(OpKind::Where, {op(OpKind::Greater, {d, c(0.5)}), up, low});
+  return add(r, n, OpKind::Where, {op(OpKind::Greater, {d, c(0.5)}), up, low}, "round", {}, out);
 }
 
 std::span<const RewriteRow> math_rewrites() {

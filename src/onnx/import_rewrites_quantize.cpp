@@ -29,11 +29,7 @@ struct Quant {
   ValueId f32(double v) {
     return b.graph().add_constant(b.unique_name(n.name + "_c"), Tensor::scalar(DType::f32, static_cast<float>(v)));
   }
-  ValueId cast(ValueId x, DType to) {
-    AttrMap a;
-    a["to"] = Attribute{std::string(dtype_name(to))};
-    return op(OpKind::Cast, {x}, std::move(a));
-  }
+  ValueId cast(ValueId x, DType to, const std::string& out = {}) { return cast_to(b, n, x, to, out); }
   // A scale or zero point shaped to broadcast against x: as it is when a scalar, else along `axis`.
   // (A scalar reshaped so is the same scalar: the rank of `param` need not be known.)
   ValueId along_axis(ValueId param, ValueId x) {
@@ -51,12 +47,13 @@ struct Quant {
     shape[size_t(axis < 0 ? axis + *xrank : axis)] = -1;
     return op(OpKind::Reshape, {param, b.constant_i64(n.name + "_axis_shape", shape)});
   }
-  // Round half to even of an f32 value, then + zero point, clamped to the 8-bit type's range.
-  ValueId quantize(ValueId scaled, ValueId zero_point_f32, DType to) {
+  // Round half to even of an f32 value, then + zero point, clamped to the 8-bit type's range; `out`
+  // names the result.
+  ValueId quantize(ValueId scaled, ValueId zero_point_f32, DType to, const std::string& out = {}) {
     ValueId q = round_half_even(b, n, scaled);
     if (zero_point_f32 != kNoValue) q = op(OpKind::Add, {q, zero_point_f32});
     const bool u8 = to == DType::u8;
-    return cast(op(OpKind::Clip, {q, f32(u8 ? 0 : -128), f32(u8 ? 255 : 127)}), to);
+    return cast(op(OpKind::Clip, {q, f32(u8 ? 0 : -128), f32(u8 ? 255 : 127)}), to, out);
   }
 };
 
@@ -87,9 +84,7 @@ void dequantize_linear(OnnxGraphReader& b, NodeForm& n) {
   if (int64_t code = n.int_attr("output_dtype", 0); code != 0) {
     std::optional<DType> to = code > 0 && code < 64 ? dtype_from_onnx(static_cast<int>(code)) : std::nullopt;
     if (!to || !is_f32_or_half(*to)) unsupported("{}: output_dtype {} is not supported", n.desc(), code);
-    AttrMap a;
-    a["to"] = Attribute{std::string(dtype_name(*to))};
-    q.op(OpKind::Cast, {y}, std::move(a), n.outputs[0]);
+    q.cast(y, *to, n.outputs[0]);
   } else {
     q.op(OpKind::CastLike, {y, n.inputs[1]}, {}, n.outputs[0]);
   }
@@ -109,26 +104,23 @@ void quantize_linear(OnnxGraphReader& b, NodeForm& n) {
   }
   ValueId scaled = q.op(OpKind::Div, {q.cast(n.inputs[0], DType::f32), q.cast(q.along_axis(n.inputs[1], n.inputs[0]), DType::f32)});
   ValueId zp = n.has_input(2) ? q.cast(q.along_axis(n.inputs[2], n.inputs[0]), DType::f32) : kNoValue;
-  ValueId y = q.quantize(scaled, zp, to);
-  q.op(OpKind::Identity, {y}, {}, n.outputs[0]);
+  q.quantize(scaled, zp, to, n.outputs[0]);
 }
 
 void dynamic_quantize_linear(OnnxGraphReader& b, NodeForm& n) {
   need_io(n);
   check_attributes(n, {});
   Quant q{b, n};
-  AttrMap all;
-  all["keepdims"] = Attribute{int64_t{0}};
+  const AttrMap all = one_attr("keepdims", Attribute{int64_t{0}});
   ValueId x = q.cast(n.inputs[0], DType::f32);
   ValueId lo = q.op(OpKind::Min, {q.op(OpKind::ReduceMin, {x}, all), q.f32(0)});
   ValueId hi = q.op(OpKind::Max, {q.op(OpKind::ReduceMax, {x}, all), q.f32(0)});
   ValueId scale = q.op(OpKind::Div, {q.op(OpKind::Sub, {hi, lo}), q.f32(255)}, {},
                        n.has_output(1) ? n.outputs[1] : std::string());
   // The zero point: round(0 - lo / scale), clamped to [0, 255].
-  ValueId zp = q.quantize(q.op(OpKind::Sub, {q.f32(0), q.op(OpKind::Div, {lo, scale})}), kNoValue, DType::u8);
-  if (n.has_output(2)) q.op(OpKind::Identity, {zp}, {}, n.outputs[2]);
-  ValueId y = q.quantize(q.op(OpKind::Div, {x, scale}), q.cast(zp, DType::f32), DType::u8);
-  q.op(OpKind::Identity, {y}, {}, n.outputs[0]);
+  ValueId zp = q.quantize(q.op(OpKind::Sub, {q.f32(0), q.op(OpKind::Div, {lo, scale})}), kNoValue, DType::u8,
+                         n.has_output(2) ? n.outputs[2] : std::string());
+  q.quantize(q.op(OpKind::Div, {x, scale}), q.cast(zp, DType::f32), DType::u8, n.outputs[0]);
 }
 
 }  // namespace

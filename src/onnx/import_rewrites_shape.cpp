@@ -93,15 +93,13 @@ void one_hot(OnnxGraphReader& b, NodeForm& n) {
   if (axis < -out_rank || axis >= out_rank)
     user_error("{}: axis {} is out of range for an output of rank {}", n.desc(), axis, out_rank);
   const int64_t a = axis < 0 ? axis + out_rank : axis;
-  AttrMap to_i64;
-  to_i64["to"] = Attribute{std::string(dtype_name(DType::i64))};
   auto scalar = [&](int64_t v) { return b.graph().add_constant(b.unique_name(n.name + "_i"), Tensor::scalar(DType::i64, v)); };
-  ValueId idx = add(b, n, OpKind::Cast, {n.inputs[0]}, "indices", to_i64);
-  ValueId depth = add(b, n, OpKind::Cast,
-                      {add(b, n, OpKind::Squeeze, {add(b, n, OpKind::Reshape, {n.inputs[1], b.constant_i64(n.name + "_one", {1})}, "depth1"),
-                                                   b.constant_i64(n.name + "_axis0", {0})},
-                           "depth0")},
-                      "depth", to_i64);
+  ValueId idx = cast_to(b, n, n.inputs[0], DType::i64);
+  ValueId scalar_depth = add(b, n, OpKind::Squeeze,
+                             {add(b, n, OpKind::Reshape, {n.inputs[1], b.constant_i64(n.name + "_one", {1})}, "depth1"),
+                              b.constant_i64(n.name + "_axis0", {0})},
+                             "depth0");
+  ValueId depth = cast_to(b, n, scalar_depth, DType::i64);
   ValueId from_end = add(b, n, OpKind::Add, {idx, depth}, "from_end");
   ValueId wrapped = add(b, n, OpKind::Where, {add(b, n, OpKind::Less, {idx, scalar(0)}, "negative"), from_end, idx}, "wrapped");
   std::vector<int64_t> class_shape(size_t(out_rank), 1);

@@ -10,17 +10,22 @@
 
 namespace kiln::runtime {
 
+int cuda_device_index(const std::string& device) {
+  if (device == "cuda") return 0;
+  if (!device.starts_with("cuda:")) user_error("unknown device '{}': expected cpu, cuda or cuda:N", device);
+  int index = 0;
+  const char* first = device.data() + 5;
+  const char* last = device.data() + device.size();
+  auto [end, ec] = std::from_chars(first, last, index);
+  if (ec != std::errc() || end != last || index < 0) user_error("device '{}': expected cuda:N with N >= 0", device);
+  return index;
+}
+
 std::unique_ptr<backend::Backend> make_backend(const Options& options, Mode mode) {
   const std::string& device = options.device;
   if (device == "cpu" || mode == Mode::reference) return std::make_unique<backend::cpu::CpuBackend>(mode == Mode::reference);
   if (device == "cuda" || device.starts_with("cuda:")) {
-    int index = 0;
-    if (device.size() > 4) {
-      const char* first = device.data() + 5;
-      const char* last = device.data() + device.size();
-      auto [end, ec] = std::from_chars(first, last, index);
-      if (ec != std::errc() || end != last || index < 0) user_error("device '{}': expected cuda:N with N >= 0", device);
-    }
+    const int index = cuda_device_index(device);
     if (mode == Mode::eager)
       user_error("device '{}': the CUDA backend runs compiled mode only (a GPU has no eager kernels)", device);
 #ifdef KILN_HAVE_CUDA

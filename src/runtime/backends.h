@@ -13,4 +13,7 @@ namespace kiln::runtime {
 // An unknown device, or cuda in a build without the CUDA backend, is a user error.
 std::unique_ptr<backend::Backend> make_backend(const Options& options, Mode mode);
 
+// N of "cuda" (0) or "cuda:N"; any other device is a user error.
+int cuda_device_index(const std::string& device);
+
 }  // namespace kiln::runtime

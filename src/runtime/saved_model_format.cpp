@@ -22,6 +22,11 @@ bool is_key(const std::string& s) {
   return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+std::string checksum_of(std::string_view data) {
+  XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
+  return saved_model_trailer(h.high64, h.low64);
+}
+
 const std::string& string_field(const json& h, const char* name, const std::string& what) {
   if (!h.contains(name) || !h[name].is_string()) user_error("{}: the header has no {}", what, name);
   return h[name].get_ref<const std::string&>();
@@ -45,11 +50,6 @@ std::string saved_model_trailer(uint64_t high, uint64_t low) {
   put_u64(out, high);
   put_u64(out, low);
   return out;
-}
-
-std::string saved_model_checksum(std::string_view data) {
-  XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
-  return saved_model_trailer(h.high64, h.low64);
 }
 
 std::string_view saved_model_section(const json& s, std::string_view area, const std::string& what, const std::string& name) {
@@ -91,7 +91,7 @@ json parse_saved_model_header(std::string_view bytes, bool check_sum, const std:
   if (bytes.size() < kSavedModelPrefixBytes + kSavedModelTrailerBytes || bytes.substr(0, kSavedModelMagic.size()) != kSavedModelMagic)
     user_error("{}: not a saved kiln model", what);
   if (check_sum &&
-      saved_model_checksum(bytes.substr(0, bytes.size() - kSavedModelTrailerBytes)) !=
+      checksum_of(bytes.substr(0, bytes.size() - kSavedModelTrailerBytes)) !=
           bytes.substr(bytes.size() - kSavedModelTrailerBytes))
     user_error("{}: damaged (its checksum does not match its contents); compile the model again", what);
   uint64_t header_bytes = get_u64(bytes.data() + kSavedModelMagic.size());

@@ -23,9 +23,8 @@ uint64_t saved_model_align(uint64_t v);
 void put_u64(std::string& out, uint64_t v);
 uint64_t get_u64(const char* p);
 
-// The trailer: XXH3-128 of everything before it, as its two words (high first) or from the bytes.
+// The trailer of an XXH3-128 of everything before it: its two words, high first.
 std::string saved_model_trailer(uint64_t high, uint64_t low);
-std::string saved_model_checksum(std::string_view data);
 
 // The header of the saved model in `bytes` after the checks that need no machine: magic, size,
 // checksum (unless `check_sum` is false, for the fuzzer), JSON, every field's type, and every section

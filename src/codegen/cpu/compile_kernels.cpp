@@ -157,9 +157,8 @@ std::vector<BuiltKernel> build_kernels(const std::vector<KernelSource>& sources,
 
   if (!jobs.empty() && options.require_cached)
     user_error("{} kernel(s) are not in the kernel cache {} and require_cached is on, so nothing is compiled "
-               "(first: {}, key {}){}",
-               jobs.size(), cache.dir().string(), jobs[0].source->name, jobs[0].key,
-               options.cache_dir.empty() ? "" : "; a saved model that lacks a kernel was saved by another build");
+               "(first: {}, key {}; a saved model that lacks one was saved by another build)",
+               jobs.size(), cache.dir().string(), jobs[0].source->name, jobs[0].key);
   if (!jobs.empty()) run_jobs(cache, options, features, jobs);
   for (CompileJob& job : jobs) {
     BuiltKernel& b = built[first_with_key.at(job.key)];
