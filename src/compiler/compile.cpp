@@ -8,6 +8,7 @@
 #include "passes/passes.h"
 #include "support/checked_math.h"
 #include "support/error.h"
+#include "support/stage_timer.h"
 
 namespace kiln::compiler {
 namespace {
@@ -95,8 +96,12 @@ Executable compile(Graph graph, const backend::Backend& backend, const Options& 
   if (fuse.library) passes.run("fuse_library", [&] { fuse_library_calls(s); });
   if (fuse.rows) passes.run("fuse_rows", [&] { fuse_row_kernels(s); });
   if (fuse.pointwise) passes.run("fuse_pointwise", [&] { fuse_pointwise_kernels(s); });
-  if (!s.generated.empty()) compile_generated_kernels(s);
+  if (!s.generated.empty()) {
+    const StageTimer timer(options, "compile_generated_kernels");
+    compile_generated_kernels(s);
+  }
   passes.run_text("plan", "fusion", [&] { return plan_steps(s, exe); });
+  const StageTimer timer(options, "finish_tuning");
   exe.tuning = s.job->finish();
   return exe;
 }

@@ -7,6 +7,7 @@
 #include "kiln/graph.h"
 #include "kiln/options.h"
 #include "support/error.h"
+#include "support/stage_timer.h"
 
 namespace kiln::compiler {
 
@@ -16,12 +17,14 @@ class PassList {
 
   template <class Pass>
   void run(const char* name, Pass&& pass) {
+    const StageTimer timer(options_, name);
     guarded(name, [&] { pass(); });
     finish(name, nullptr, nullptr);
   }
   // `channel`: the KILN_DEBUG channel that prints the text (null: none).
   template <class Pass>
   void run_text(const char* name, const char* channel, Pass&& pass) {
+    const StageTimer timer(options_, name);
     std::string text;
     guarded(name, [&] { text = pass(); });
     finish(name, &text, channel);

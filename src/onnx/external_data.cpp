@@ -11,15 +11,20 @@
 
 #include "support/checked_math.h"
 #include "support/error.h"
+#include "support/page_out.h"
 
 namespace kiln {
 
 // A read-only mapping of a whole file; unmapped when the last tensor using it goes away.
 class MappedFile {
  public:
-  MappedFile(const void* data, int64_t size) : data_(data), size_(size) {}
+  MappedFile(const void* data, int64_t size) : data_(data), size_(size) {
+    note_file_mapping(data_, static_cast<size_t>(size_));
+  }
   ~MappedFile() {
-    if (data_) ::munmap(const_cast<void*>(data_), static_cast<size_t>(size_));
+    if (!data_) return;
+    forget_file_mapping(data_);
+    ::munmap(const_cast<void*>(data_), static_cast<size_t>(size_));
   }
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "autotune/tuning_store.h"
 #include "codegen/cpu/cpu_features.h"
@@ -26,6 +27,8 @@
 #include "runtime/saved_model_format.h"
 #include "support/checked_math.h"
 #include "support/error.h"
+#include "support/page_out.h"
+#include "support/stage_timer.h"
 
 namespace kiln::runtime {
 namespace {
@@ -65,15 +68,17 @@ std::vector<KernelObject> loaded_kernels(const Options& options) {
   return out;
 }
 
-// The whole file, mapped copy-on-write (a stray write never reaches it) and populated in one go; its
-// constants wrap the mapping, as ONNX external data does (onnx/external_data.cpp). A
-// read() into memory of its own was slower here: every page zeroed, then copied (bert: 1.6-1.8 s a
-// load against 0.7-1.2 s mapped).
+// The whole file, mapped read-only and populated in one go; its constants wrap the mapping, as ONNX
+// external data does (onnx/external_data.cpp). A writable private map would copy every page when
+// populated (bert: 540 ms to map and check against 90-130), and a read() into memory of its own zeroes
+// every page, then copies (1.6-1.8 s a load).
 struct FileBytes {
   void* data = MAP_FAILED;
   size_t size = 0;
   ~FileBytes() {
-    if (data != MAP_FAILED) ::munmap(data, size);
+    if (data == MAP_FAILED) return;
+    forget_file_mapping(data);
+    ::munmap(data, size);
   }
   std::string_view bytes() const { return {static_cast<const char*>(data), size}; }
 };
@@ -86,8 +91,9 @@ std::shared_ptr<FileBytes> read_file(const std::string& path) {
   f->size = static_cast<size_t>(st.st_size);
   if (f->size < kSavedModelPrefixBytes + kSavedModelTrailerBytes)
     user_error("{}: {} bytes, too short for a saved model", path, f->size);
-  f->data = ::mmap(nullptr, f->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd.get(), 0);
+  f->data = ::mmap(nullptr, f->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd.get(), 0);
   if (f->data == MAP_FAILED) user_error("{}: cannot map it ({})", path, std::strerror(errno));
+  note_file_mapping(f->data, f->size);
   return f;
 }
 
@@ -204,8 +210,10 @@ void write_saved_model(const std::string& path, const Graph& imported, Mode mode
 SavedModel read_saved_model(const std::string& path, const Options& user, std::optional<Mode> mode,
                             const std::map<std::string, int64_t>& dims,
                             const std::function<std::string(const Options&, Mode)>& device_key_of) {
+  std::optional<StageTimer> timer(std::in_place, user, "map and check the file");
   std::shared_ptr<FileBytes> map = read_file(path);
   const json h = parse_saved_model_header(map->bytes(), /*check_sum=*/true, path);
+  timer.reset();
   const std::string& version = h["kiln_version"].get_ref<const std::string&>();
   const std::string& commit = h["kiln_commit"].get_ref<const std::string&>();
   if (version != KILN_VERSION || commit != KILN_GIT_COMMIT)
@@ -252,6 +260,7 @@ SavedModel read_saved_model(const std::string& path, const Options& user, std::o
                path, h["device_key"].get<std::string>(), h["cpu_features"].get<std::string>(), here, features);
 
   // The kernels and the store go into a private folder the compile reads as its cache.
+  timer.emplace(user, "unpack kernels and the tuning store");
   m.folder = std::make_shared<TempFolder>();
   const std::string_view area = saved_model_area(map->bytes());
   codegen::cpu::KernelCache cache(m.folder->path(), /*durable=*/false);
@@ -270,6 +279,7 @@ SavedModel read_saved_model(const std::string& path, const Options& user, std::o
                                              h["compiler"]["identity"].get<std::string>());
   m.options.cache_dir = m.folder->path().string();
   m.options.require_cached = true;
+  timer.emplace(user, "parse the graph");
   m.graph = parse_saved_model_graph(h, area, map, path);
   return m;
 }

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "compiler/compile.h"
 #include "onnx/import.h"
@@ -11,6 +12,7 @@
 #include "runtime/executor.h"
 #include "runtime/saved_model.h"
 #include "support/error.h"
+#include "support/stage_timer.h"
 
 namespace kiln {
 
@@ -69,12 +71,16 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 Session Session::load_onnx(const std::string& path, Mode mode, const Options& options,
                            const std::map<std::string, int64_t>& dims) {
-  return from_graph(import_onnx(path, options), mode, options, dims);
+  std::optional<StageTimer> timer(std::in_place, options, "import");
+  Graph graph = import_onnx(path, options);
+  timer.reset();
+  return from_graph(std::move(graph), mode, options, dims);
 }
 
 Session Session::from_graph(Graph graph, Mode mode, const Options& options,
                             const std::map<std::string, int64_t>& dims) {
   const ThreadScope threads(options.threads);  // autotuning measures on the run's thread count
+  const StageTimer timer(options, "prepare");
   auto impl = std::make_unique<Impl>();
   impl->mode = mode;
   impl->options = options;
@@ -86,9 +92,11 @@ Session Session::from_graph(Graph graph, Mode mode, const Options& options,
 Session Session::load_file(const std::string& path, Mode mode, const Options& options,
                            const std::map<std::string, int64_t>& dims) {
   if (!runtime::is_saved_model(path)) return load_onnx(path, mode, options, dims);
+  std::optional<StageTimer> timer(std::in_place, options, "read_saved_model");
   runtime::SavedModel saved = runtime::read_saved_model(path, options, mode, dims, [](const Options& o, Mode m) {
     return runtime::make_backend(o, m)->device_key(o);
   });
+  timer.reset();
   // The unpacked folder goes once the kernels are loaded: nothing reads the cache after a compile.
   return from_graph(std::move(saved.graph), saved.mode, saved.options, saved.dims);
 }

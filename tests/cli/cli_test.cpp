@@ -33,6 +33,14 @@ TEST(Cli, DefaultRunsTheBundledModel) {
   EXPECT_NE(r.out.find("latency: median"), std::string::npos) << r.out;
 }
 
+TEST(Cli, TimeChannelPrintsEveryPassAndThePrepare) {
+  Result r = kiln("run --iters 1 --warmup 0 --dim seq=8 --set debug=time");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* stage : {"# time infer_shapes_fold: ", "# time fuse_pointwise: ", "# time plan: ", "# time prepare: "})
+    EXPECT_NE(r.out.find(stage), std::string::npos) << stage << " in\n" << r.out;
+  EXPECT_EQ(kiln("run --iters 1 --warmup 0 --dim seq=8").out.find("# time "), std::string::npos);  // off by default
+}
+
 TEST(Cli, JsonHasModeLatencyAndOutputs) {
   Result r = kiln("run --json --iters 3 --dim seq=8");
   ASSERT_EQ(r.code, 0) << r.out;

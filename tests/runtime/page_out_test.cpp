@@ -1,4 +1,5 @@
-// page_out (src/support/page_out.h): the pages of an mmapped file leave memory and come back unchanged.
+// page_out (src/support/page_out.h): the pages of an mmapped file leave memory and come back unchanged;
+// those of a noted file mapping leave this process but stay in the page cache.
 #include "support/page_out.h"
 
 #include <fcntl.h>
@@ -67,6 +68,52 @@ TEST(PageOut, AMappedFilesPagesLeaveAndComeBackUnchanged) {
   kiln::page_out(w + 1, 100);
   kiln::page_out(nullptr, bytes);
   EXPECT_EQ(w[1], 0.5f);
+  ::munmap(map, bytes);
+}
+
+// The pages of [map, map + bytes) the page cache holds (mincore on a file mapping).
+size_t cached_pages(void* map, size_t bytes) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((bytes + page - 1) / page);
+  if (::mincore(map, bytes, in.data()) != 0) return 0;
+  return static_cast<size_t>(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+}
+
+TEST(PageOut, ANotedFileMappingLeavesThisProcessButStaysInThePageCache) {
+  kiln::test_common::TempDir dir("kiln-page-out-noted");
+  const std::string path = (dir.root() / "weights.bin").string();
+  const size_t count = size_t{1} << 20;
+  {
+    std::vector<float> values(count, 3.f);
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(values.data(), sizeof(float), count, f), count);
+    std::fflush(f);
+    ::fsync(::fileno(f));  // clean pages, as a model's weights are: MADV_PAGEOUT would evict those
+    std::fclose(f);
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  const size_t bytes = count * sizeof(float);
+  void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  ASSERT_NE(map, MAP_FAILED);
+  kiln::note_file_mapping(map, bytes);
+  const float* w = static_cast<const float*>(map);
+  double sum = 0;
+  for (size_t i = 0; i < count; ++i) sum += w[i];
+  const size_t before = resident_bytes();
+  const size_t cached_before = cached_pages(map, bytes);
+  kiln::page_out(map, bytes);
+  const size_t after = resident_bytes();
+  EXPECT_GT(before - std::min(before, after), bytes * 3 / 4) << "resident " << before << " -> " << after;
+  // The next load of the file reads memory, not the disk.
+  EXPECT_GE(cached_pages(map, bytes), cached_before * 3 / 4) << "of " << cached_before << " cached pages";
+  double again = 0;
+  for (size_t i = 0; i < count; ++i) again += w[i];
+  EXPECT_EQ(again, sum);
+  EXPECT_EQ(sum, 3.0 * static_cast<double>(count));
+  kiln::forget_file_mapping(map);
   ::munmap(map, bytes);
 }
 

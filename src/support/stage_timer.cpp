@@ -1,0 +1,13 @@
+#include "support/stage_timer.h"
+
+#include <cstdio>
+
+namespace kiln {
+
+StageTimer::~StageTimer() {
+  if (!on_) return;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  std::fprintf(stderr, "# time %s: %.1f ms\n", name_.c_str(), ms);
+}
+
+}  // namespace kiln
