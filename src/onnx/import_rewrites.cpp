@@ -175,6 +175,8 @@ const RewriteRow* find_rewrite(std::string_view op) {
     if (r.op == op) return &r;
   for (const RewriteRow& r : quantize_rewrites())
     if (r.op == op) return &r;
+  for (const RewriteRow& r : recurrent_rewrites())
+    if (r.op == op) return &r;
   return nullptr;
 }
 

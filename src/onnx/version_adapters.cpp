@@ -209,6 +209,10 @@ constexpr VersionStep kSteps[] = {
     {"NegativeLogLikelihoodLoss", 12, nullptr, "oldest read"}, {"NegativeLogLikelihoodLoss", 13, nullptr, "bf16"},
     {"NegativeLogLikelihoodLoss", 22, nullptr, "bf16 dropped, more float types"},
     {"SoftmaxCrossEntropyLoss", 12, nullptr, "oldest read"}, {"SoftmaxCrossEntropyLoss", 13, nullptr, "bf16"},
+    // Recurrent operators unrolled into kiln ops (import_rewrites_recurrent.cpp)
+    {"RNN", 7, nullptr, "oldest read"}, {"RNN", 14, nullptr, "layout"}, {"RNN", 22, nullptr, "bf16"},
+    {"GRU", 7, nullptr, "oldest read"}, {"GRU", 14, nullptr, "layout"}, {"GRU", 22, nullptr, "bf16"},
+    {"LSTM", 7, nullptr, "oldest read"}, {"LSTM", 14, nullptr, "layout"}, {"LSTM", 22, nullptr, "bf16"},
     // Activations and elementwise functions read as their function bodies (import_rewrites_math.cpp)
     {"Acosh", 9, nullptr, "oldest read"}, {"Acosh", 22, nullptr, "bf16"},
     {"Asinh", 9, nullptr, "oldest read"}, {"Asinh", 22, nullptr, "bf16"},
