@@ -297,10 +297,10 @@ TEST_F(DeviceOpsTest, GlobalAveragePoolMatchesTheFp64Mean) {
 template <class T>
 std::vector<T> im2col_reference(const std::vector<T>& x, const Im2colShape& g) {
   std::vector<T> cols;
-  for (int64_t b = 0; b < g.n; ++b)
+  for (int64_t b = 0; b < g.n; ++b) {
     for (int64_t ci = 0; ci < g.c; ++ci)
       for (int64_t ki = 0; ki < g.kernel_h; ++ki)
-        for (int64_t kj = 0; kj < g.kernel_w; ++kj)  // row (ci * kernel_h + ki) * kernel_w + kj
+        for (int64_t kj = 0; kj < g.kernel_w; ++kj) {  // row (ci * kernel_h + ki) * kernel_w + kj
           for (int64_t oh = 0; oh < g.out_h; ++oh)
             for (int64_t ow = 0; ow < g.out_w; ++ow) {
               const int64_t ih = oh * g.stride_h - g.pad_top + ki * g.dilation_h;
@@ -308,7 +308,20 @@ std::vector<T> im2col_reference(const std::vector<T>& x, const Im2colShape& g) {
               const bool inside = ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w;
               cols.push_back(inside ? x[static_cast<size_t>(((b * g.c + ci) * g.in_h + ih) * g.in_w + iw)] : T(0));
             }
+          cols.insert(cols.end(), static_cast<size_t>(g.column_pixels() - g.pixels()), T(0));  // padding pixels
+        }
+    cols.insert(cols.end(), static_cast<size_t>((g.column_rows() - g.rows()) * g.column_pixels()), T(0));
+  }
   return cols;
+}
+
+// The shape with its columns padded to multiples of 8 rows and pixels, plus `extra` (the conv's
+// alignment for cuBLASLt), or as it is.
+Im2colShape padded(Im2colShape g, bool pad, int64_t extra = 0) {
+  if (!pad) return g;
+  g.rows_padded = (g.rows() + 7) / 8 * 8 + extra;
+  g.pixels_padded = (g.pixels() + 7) / 8 * 8 + extra;
+  return g;
 }
 
 struct Im2colCase {
@@ -344,9 +357,11 @@ const std::vector<Im2colCase>& im2col_cases() {
 
 TEST_F(DeviceOpsTest, Im2colMatchesTheHostLoop) {
   for (const Im2colCase& c : im2col_cases())
-    for (DType dtype : {DType::f32, DType::f64}) {
-      SCOPED_TRACE(describe(c) << " " << (dtype == DType::f32 ? "f32" : "f64"));
-      Im2colShape g = make_im2col_shape(c.n, c.c, c.h, c.w, c.kernel, c.strides, c.pads, c.dilations, dtype);
+    for (DType dtype : {DType::f32, DType::f64})
+    for (int pad : {0, 1, 2}) {  // unpadded; padded to eights; eights and 8 more (a whole padding row)
+      SCOPED_TRACE(describe(c) << " " << (dtype == DType::f32 ? "f32" : "f64") << " padding " << pad);
+      Im2colShape g = padded(make_im2col_shape(c.n, c.c, c.h, c.w, c.kernel, c.strides, c.pads, c.dilations, dtype),
+                             pad > 0, pad == 2 ? 8 : 0);
       const size_t n_in = static_cast<size_t>(c.n * c.c * c.h * c.w);
       Bytes x, expected;
       if (dtype == DType::f32) {
@@ -356,7 +371,8 @@ TEST_F(DeviceOpsTest, Im2colMatchesTheHostLoop) {
         std::vector<double> v = random_values<double>(n_in, random_, 0.05);
         x = as_bytes(v), expected = as_bytes(im2col_reference(v, g));
       }
-      ASSERT_EQ(expected.size(), static_cast<size_t>(g.n * g.rows() * g.pixels()) * (dtype == DType::f32 ? 4 : 8));
+      ASSERT_EQ(expected.size(),
+                static_cast<size_t>(g.n * g.column_rows() * g.column_pixels()) * (dtype == DType::f32 ? 4 : 8));
       Buffer in = upload(x), out = output(expected.size());
       ops().im2col(stream(), in.ptr(), out.ptr(), g);
       EXPECT_EQ(download(out), expected);  // bitwise, padding +0
@@ -522,13 +538,15 @@ TEST_F(DeviceOpsTest, GlobalAveragePoolInBf16AndF16RoundsTiesToEvenAndSumsWithou
 
 TEST_F(DeviceOpsTest, Im2colInBf16AndF16CopiesBits) {
   for (const Im2colCase& c : im2col_cases())
-    for (DType dtype : {DType::bf16, DType::f16}) {
-      SCOPED_TRACE(describe(c) << " " << half_name(dtype));
-      Im2colShape g = make_im2col_shape(c.n, c.c, c.h, c.w, c.kernel, c.strides, c.pads, c.dilations, dtype);
+    for (DType dtype : {DType::bf16, DType::f16})
+    for (bool pad : {false, true}) {
+      SCOPED_TRACE(describe(c) << " " << half_name(dtype) << (pad ? " padded" : ""));
+      Im2colShape g =
+          padded(make_im2col_shape(c.n, c.c, c.h, c.w, c.kernel, c.strides, c.pads, c.dilations, dtype), pad);
       const std::vector<uint16_t> x =
           random_halves(static_cast<size_t>(c.n * c.c * c.h * c.w), dtype, random_, 0.05, 0.05);
       const Bytes expected = as_bytes(im2col_reference(x, g));  // 0 bits: +0 in both
-      ASSERT_EQ(expected.size(), static_cast<size_t>(g.n * g.rows() * g.pixels()) * 2);
+      ASSERT_EQ(expected.size(), static_cast<size_t>(g.n * g.column_rows() * g.column_pixels()) * 2);
       Buffer in = upload(as_bytes(x)), out = output(expected.size());
       ops().im2col(stream(), in.ptr(), out.ptr(), g);
       EXPECT_EQ(download(out), expected);

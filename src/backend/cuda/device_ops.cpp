@@ -38,8 +38,9 @@ static_assert(sizeof(Pool2dArg) == 13 * 8, "KilnPool2d's layout");
 struct Im2colArg {
   int64_t n, c, in_h, in_w, out_h, out_w;
   int64_t kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+  int64_t column_rows, column_pixels;
 };
-static_assert(sizeof(Im2colArg) == 14 * 8, "KilnIm2col's layout");
+static_assert(sizeof(Im2colArg) == 16 * 8, "KilnIm2col's layout");
 
 // Kernel table: the copy kernels come in five word widths (1, 2, 4, 8, 16 bytes), the float ones in four
 // dtypes (kFloatTypes, in dtype_index order). The index of a kernel is its place in this order.
@@ -320,17 +321,37 @@ void DeviceOps::im2col(const Stream& stream, CUdeviceptr in, CUdeviceptr columns
   // (at most out * stride + kernel * dilation from -pad).
   const int64_t rows = checked_mul(checked_mul(g.c, g.kernel_h, "im2col"), g.kernel_w, "im2col");
   const int64_t pixels = checked_mul(g.out_h, g.out_w, "im2col");
-  const int64_t n = checked_mul(checked_mul(g.n, rows, "im2col"), pixels, "im2col");
+  KILN_INTERNAL_CHECK((g.rows_padded == 0 || g.rows_padded >= rows) && (g.pixels_padded == 0 || g.pixels_padded >= pixels),
+                      "device cuda: im2col padded to {} rows, {} pixels for {} and {}", g.rows_padded, g.pixels_padded,
+                      rows, pixels);
+  const int64_t column_rows = g.column_rows(), column_pixels = g.column_pixels();
+  const int64_t all_rows = checked_mul(g.n, column_rows, "im2col");
+  checked_mul(all_rows, column_pixels, "im2col");
   checked_mul(checked_mul(checked_mul(g.n, g.c, "im2col"), g.in_h, "im2col"), g.in_w, "im2col");
   checked_mul(g.out_h, g.stride_h, "im2col");
   checked_mul(g.out_w, g.stride_w, "im2col");
   checked_mul(g.kernel_h, g.dilation_h, "im2col");
   checked_mul(g.kernel_w, g.dilation_w, "im2col");
-  if (n == 0) return;
+  // The kernel counts rows and pixels in 32 bits (2^31 pixels is a 46341 x 46341 output).
+  if (column_pixels > int64_t{INT32_MAX} || all_rows > int64_t{INT32_MAX})
+    unsupported("device cuda: a convolution of {} x {} output pixels over {} columns rows (at most 2^31 of each)",
+                g.out_h, g.out_w, all_rows);
+  if (all_rows == 0 || column_pixels == 0) return;
   const State& s = loaded();
-  Im2colArg arg{g.n,        g.c,        g.in_h,     g.in_w,    g.out_h,    g.out_w,      g.kernel_h,
-                g.kernel_w, g.stride_h, g.stride_w, g.pad_top, g.pad_left, g.dilation_h, g.dilation_w};
-  launch(stream, s.kernels[static_cast<size_t>(kIm2col + t)], grid_for(n), in, columns, arg);
+  Im2colArg arg{g.n,        g.c,        g.in_h,     g.in_w,     g.out_h,      g.out_w,      g.kernel_h, g.kernel_w,
+                g.stride_h, g.stride_w, g.pad_top,  g.pad_left, g.dilation_h, g.dilation_w, column_rows, column_pixels};
+  // A block a plane (and each image's padding rows), a chunk of up to 8 pixels a thread, and a group of
+  // taps: as many groups as it takes for about 4 blocks a multiprocessor (a 3-channel stem has 3 planes).
+  const unsigned threads = static_cast<unsigned>(std::min<int64_t>(256, (column_pixels + 31) / 32 * 32));
+  const int64_t pixel_blocks = std::min<int64_t>((column_pixels + 8 * threads - 1) / (8 * threads), 65535);
+  const int64_t plane_blocks = g.n * (g.c + (column_rows > rows ? 1 : 0));
+  const int64_t taps = g.kernel_h * g.kernel_w, wanted = 4 * std::max(1, state_->context.device().sm_count);
+  const int64_t tap_groups = std::clamp<int64_t>(wanted / std::max<int64_t>(1, plane_blocks * pixel_blocks), 1,
+                                                 std::min<int64_t>(taps, 65535));
+  LaunchConfig config{Dim3{static_cast<unsigned>(std::min<int64_t>(plane_blocks, 2147483647)),
+                           static_cast<unsigned>(pixel_blocks), static_cast<unsigned>(tap_groups)},
+                      Dim3{threads, 1, 1}, 0};
+  launch(stream, s.kernels[static_cast<size_t>(kIm2col + t)], config, in, columns, arg);
 }
 
 std::optional<DeviceOpError> DeviceOps::take_error(const Stream& stream) const {

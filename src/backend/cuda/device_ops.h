@@ -58,7 +58,9 @@ Pool2dShape make_max_pool2d_shape(int64_t n, int64_t c, int64_t in_h, int64_t in
 //   in[b, ci, oh * stride_h - pad_top + ki * dilation_h, ow * stride_w - pad_left + kj * dilation_w]
 // and 0 where that lies outside the input. Then out[b] = W[oc, rows()] x columns[b] ([oc, pixels()]) is
 // the convolution's NCHW output for W the Conv weight [oc, c, kernel_h, kernel_w] viewed as a matrix.
-// End pads only decide out_h / out_w (see make_im2col_shape).
+// End pads only decide out_h / out_w (see make_im2col_shape). rows_padded / pixels_padded (0: none)
+// give the columns a larger stride, the extra rows and columns +0: cuBLASLt's fast kernels want every
+// leading dimension a multiple of 16 bytes, which a 7x7 or 14x14 output, or a 7x7x3 stem, is not.
 struct Im2colShape {
   int64_t n = 0, c = 0;
   int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
@@ -68,8 +70,12 @@ struct Im2colShape {
   int64_t dilation_h = 1, dilation_w = 1;
   DType dtype = DType::f32;  // f32, f64, bf16 or f16
 
+  int64_t rows_padded = 0, pixels_padded = 0;
+
   int64_t rows() const { return c * kernel_h * kernel_w; }  // the GEMM's K
   int64_t pixels() const { return out_h * out_w; }          // the GEMM's N, per image
+  int64_t column_rows() const { return rows_padded ? rows_padded : rows(); }  // the columns' shape, per image
+  int64_t column_pixels() const { return pixels_padded ? pixels_padded : pixels(); }
 };
 
 // The shape for an NCHW input [n, c, in_h, in_w]; pads in ONNX order {top, left, bottom, right} (auto_pad

@@ -210,14 +210,15 @@ KILN_DEV kiln_f16 kiln_neg_inf(kiln_f16) { return kiln_f16{0xfc00}; }
 KILN_DEV kiln_bf16 kiln_nan(kiln_bf16) { return kiln_bf16{0x7fc0}; }
 KILN_DEV kiln_f16 kiln_nan(kiln_f16) { return kiln_f16{0x7e00}; }
 
-template <class T>
-KILN_DEV void kiln_max_pool2d(const T* in, T* out, const KilnPool2d& g) {
-  const long long n = g.planes * g.out_h * g.out_w;
-  for (long long i = kiln_first_index(); i < n; i += kiln_grid_stride()) {
-    const long long ow = i % g.out_w;
-    const long long r = i / g.out_w;
-    const long long oh = r % g.out_h;
-    const long long plane = r / g.out_h;
+// I: the index type of the loop and its divisions, unsigned where they fit (64-bit divisions are slow).
+template <class T, class I>
+KILN_DEV void kiln_max_pool2d_loop(const T* in, T* out, const KilnPool2d& g) {
+  const I n = (I)(g.planes * g.out_h * g.out_w), out_w = (I)g.out_w, out_h = (I)g.out_h;
+  for (I i = (I)kiln_first_index(); i < n; i += (I)kiln_grid_stride()) {
+    const I ow = i % out_w;
+    const I r = i / out_w;
+    const I oh = r % out_h;
+    const long long plane = r / out_h;
     const T* x = in + plane * g.in_h * g.in_w;
     const long long h0 = oh * g.stride_h - g.pad_top, w0 = ow * g.stride_w - g.pad_left;
     T best = kiln_neg_inf(T{});
@@ -238,6 +239,12 @@ KILN_DEV void kiln_max_pool2d(const T* in, T* out, const KilnPool2d& g) {
     }
     out[i] = best;
   }
+}
+
+template <class T>
+KILN_DEV void kiln_max_pool2d(const T* in, T* out, const KilnPool2d& g) {
+  if (g.planes * g.out_h * g.out_w + kiln_grid_stride() < 0x7fffffffLL) kiln_max_pool2d_loop<T, unsigned>(in, out, g);
+  else kiln_max_pool2d_loop<T, long long>(in, out, g);
 }
 
 // ---- GlobalAveragePool: the mean of each plane, summed in double for f32 and f64 (as the CPU kernel)
@@ -310,30 +317,63 @@ KILN_POOL(double, f64)
 KILN_POOL(kiln_bf16, bf16)
 KILN_POOL(kiln_f16, f16)
 
-// ---- im2col, NCHW: cols [n, c * kernel_h * kernel_w, out_h * out_w] over the flat index i, so that
-// consecutive threads write consecutive pixels of one row (coalesced; the reads are strided by the
-// stride only). Row r of image b is (ci, ki, kj) with r = (ci * kernel_h + ki) * kernel_w + kj, so
-// i / pixels / taps is the input plane b * c + ci. Taps on padding give +0; values are copied bitwise.
+// ---- im2col, NCHW: cols [n, column_rows, column_pixels] (at least c * kernel_h * kernel_w rows and
+// out_h * out_w pixels; the rest +0). Row r of image b is (ci, ki, kj) with r = (ci * kernel_h + ki) *
+// kernel_w + kj. A block takes one input plane (b, ci) (blockIdx.x; the last of each image writes its
+// padding rows), a group of its taps (blockIdx.z) and a chunk of the pixels (blockIdx.y); its threads
+// write consecutive pixels of each tap's row (coalesced; the plane's reads hit L1), stepping (oh, ow)
+// without a division. Counts are 32-bit (the host checks that rows and pixels are under 2^31): a 64-bit
+// division an element made this memory-bound kernel 5-10x slower. Taps on padding give +0; values are
+// copied bitwise.
 struct KilnIm2col {
   long long n, c, in_h, in_w, out_h, out_w;
   long long kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left, dilation_h, dilation_w;
+  long long column_rows, column_pixels;
 };
 
 template <class T>
 KILN_DEV void kiln_im2col(const T* in, T* cols, const KilnIm2col& g) {
-  const long long pixels = g.out_h * g.out_w;
-  const long long taps = g.kernel_h * g.kernel_w;
-  const long long n = g.n * g.c * taps * pixels;
-  for (long long i = kiln_first_index(); i < n; i += kiln_grid_stride()) {
-    const long long p = i % pixels;
-    const long long r = i / pixels;  // b * rows + (ci * kernel_h + ki) * kernel_w + kj
-    const long long tap = r % taps;
-    const long long plane = r / taps;  // b * c + ci
-    const long long ih = (p / g.out_w) * g.stride_h - g.pad_top + (tap / g.kernel_w) * g.dilation_h;
-    const long long iw = (p % g.out_w) * g.stride_w - g.pad_left + (tap % g.kernel_w) * g.dilation_w;
-    T v = T{};
-    if (ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w) v = in[(plane * g.in_h + ih) * g.in_w + iw];
-    cols[i] = v;
+  const unsigned taps = (unsigned)(g.kernel_h * g.kernel_w), kernel_w = (unsigned)g.kernel_w;
+  const unsigned c = (unsigned)g.c, rows = c * taps, column_rows = (unsigned)g.column_rows;
+  const unsigned planes = c + (column_rows > rows ? 1u : 0u);  // per image, with the padding rows' block
+  const unsigned pixels = (unsigned)(g.out_h * g.out_w), padded = (unsigned)g.column_pixels;
+  const unsigned out_w = g.out_w > 0 ? (unsigned)g.out_w : 1u;  // no pixels: every column is padding
+  const unsigned chunk = (padded + gridDim.y - 1) / gridDim.y;
+  const unsigned begin = blockIdx.y * chunk + threadIdx.x, end = min(padded, blockIdx.y * chunk + chunk);
+  const unsigned step_h = blockDim.x / out_w, step_w = blockDim.x % out_w;
+  const unsigned oh0 = begin / out_w, ow0 = begin - oh0 * out_w;
+  const unsigned group = (taps + gridDim.z - 1) / gridDim.z;
+  const unsigned tap_begin = blockIdx.z * group, tap_end = min(taps, tap_begin + group);
+  for (unsigned q = blockIdx.x; q < (unsigned)g.n * planes; q += gridDim.x) {
+    const unsigned b = q / planes, ci = q - b * planes;
+    T* image = cols + (long long)b * column_rows * padded;
+    if (ci == c) {  // the padding rows, by the taps' first group
+      if (blockIdx.z != 0) continue;
+      for (unsigned row = rows; row < column_rows; ++row)
+        for (unsigned p = begin; p < end; p += blockDim.x) image[(long long)row * padded + p] = T{};
+      continue;
+    }
+    const T* plane = in + ((long long)b * c + ci) * g.in_h * g.in_w;
+    for (unsigned tap = tap_begin; tap < tap_end; ++tap) {
+      const unsigned ki = tap / kernel_w, kj = tap - ki * kernel_w;
+      const long long ih0 = ki * g.dilation_h - g.pad_top, iw0 = kj * g.dilation_w - g.pad_left;
+      T* out = image + (long long)(ci * taps + tap) * padded;
+      unsigned oh = oh0, ow = ow0;
+      for (unsigned p = begin; p < end; p += blockDim.x) {
+        T v = T{};
+        if (p < pixels) {
+          const long long ih = ih0 + (long long)oh * g.stride_h, iw = iw0 + (long long)ow * g.stride_w;
+          if (ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w) v = plane[ih * g.in_w + iw];
+        }
+        out[p] = v;
+        ow += step_w;
+        oh += step_h;
+        if (ow >= out_w) {
+          ow -= out_w;
+          ++oh;
+        }
+      }
+    }
   }
 }
 
