@@ -177,6 +177,10 @@ const RewriteRow* find_rewrite(std::string_view op) {
     if (r.op == op) return &r;
   for (const RewriteRow& r : recurrent_rewrites())
     if (r.op == op) return &r;
+  for (const RewriteRow& r : einsum_rewrites())
+    if (r.op == op) return &r;
+  for (const RewriteRow& r : crop_rotary_rewrites())
+    if (r.op == op) return &r;
   return nullptr;
 }
 

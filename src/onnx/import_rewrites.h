@@ -1,7 +1,8 @@
 // Internal to the importer: the rewrites of ONNX operators that kiln reads as others (the table is in
 // import_rewrites.cpp; the normalisation and loss operators in import_rewrites_nn.cpp, activations
 // and elementwise functions in import_rewrites_math.cpp, DepthToSpace / SpaceToDepth in
-// import_rewrites_shape.cpp, the recurrent operators in import_rewrites_recurrent.cpp).
+// import_rewrites_shape.cpp, the recurrent operators in import_rewrites_recurrent.cpp, Einsum in
+// import_rewrites_einsum.cpp, CenterCropPad and RotaryEmbedding in import_rewrites_crop_rotary.cpp).
 #pragma once
 #include <span>
 #include <string>
@@ -35,6 +36,10 @@ std::span<const RewriteRow> shape_rewrites();
 std::span<const RewriteRow> quantize_rewrites();
 // RNN, GRU and LSTM unrolled over a static sequence length (import_rewrites_recurrent.cpp).
 std::span<const RewriteRow> recurrent_rewrites();
+// Einsum as transposes, diagonals, sums and batched products (import_rewrites_einsum.cpp).
+std::span<const RewriteRow> einsum_rewrites();
+// CenterCropPad as Pad, RotaryEmbedding as slices and products (import_rewrites_crop_rotary.cpp).
+std::span<const RewriteRow> crop_rotary_rewrites();
 
 // Round half to even of x (any float type): f + 1 where x - f > 0.5 or where it is 0.5 and f = floor(x)
 // is odd; NaN and infinities stay as they are (import_rewrites_math.cpp). `out` names the result.

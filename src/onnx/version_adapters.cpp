@@ -213,6 +213,10 @@ constexpr VersionStep kSteps[] = {
     {"RNN", 7, nullptr, "oldest read"}, {"RNN", 14, nullptr, "layout"}, {"RNN", 22, nullptr, "bf16"},
     {"GRU", 7, nullptr, "oldest read"}, {"GRU", 14, nullptr, "layout"}, {"GRU", 22, nullptr, "bf16"},
     {"LSTM", 7, nullptr, "oldest read"}, {"LSTM", 14, nullptr, "layout"}, {"LSTM", 22, nullptr, "bf16"},
+    // Einsum, CenterCropPad and RotaryEmbedding as kiln ops (import_rewrites_einsum.cpp, _crop_rotary.cpp)
+    {"Einsum", 12, nullptr, "the only version"},
+    {"CenterCropPad", 18, nullptr, "the only version"},
+    {"RotaryEmbedding", 23, nullptr, "the only version"},
     // Activations and elementwise functions read as their function bodies (import_rewrites_math.cpp)
     {"Acosh", 9, nullptr, "oldest read"}, {"Acosh", 22, nullptr, "bf16"},
     {"Asinh", 9, nullptr, "oldest read"}, {"Asinh", 22, nullptr, "bf16"},
