@@ -78,6 +78,7 @@ Executable compile(Graph graph, const backend::Backend& backend, const Options& 
   passes.run("bind_dims", [&] { bind_dims(g, dims); });  // before inference: sizes from the inputs flow everywhere
   passes.run("infer_shapes_fold", [&] { infer_shapes(g, options, /*fold=*/true); });
   passes.run("cast_like_as_cast", [&] { cast_like_as_cast(g); });
+  if (mode == Mode::compiled) passes.run("eliminate_common_subexpressions", [&] { eliminate_common_subexpressions(g); });
   if (mode == Mode::reference) passes.run("widen_to_f64", [&] { widen_to_f64(g, options); });
   const DType narrow_to = precision_dtype(options);
   if (narrow_to != DType::f32 && mode != Mode::reference) {  // the oracle stays the model's own fp64

@@ -46,6 +46,11 @@ int gemm_as_matmul(Graph& g);
 // inferred). Returns the number rewritten.
 int cast_like_as_cast(Graph& g);
 
+// A node with the op, attributes and (equal-constant) inputs of an earlier one is replaced by it, equal
+// constants are one (eliminate_common_subexpressions.cpp; after type inference: only nodes whose outputs
+// have the same types merge). Returns the number of nodes removed.
+int eliminate_common_subexpressions(Graph& g);
+
 // For the fp64 reference path: every floating-point value, constant and Cast target becomes f64.
 void widen_to_f64(Graph& g, const Options& options);
 

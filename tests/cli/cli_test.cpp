@@ -187,10 +187,11 @@ TEST(Cli, RunCompiledWithDumpDirWritesIrAndKernels) {
   EXPECT_LT(j["kernels"].get<int>(), j["ops"].get<int>());
   // Numbered from the compiler's pass list; the fused plan is IR like every other step.
   const char* dumps[] = {"00_import.ir",         "01_bind_dims.ir",     "02_infer_shapes_fold.ir",
-                         "03_cast_like_as_cast.ir", "04_decompose.ir",  "05_route_softmax.txt",
-                         "06_fuse_library.ir",   "07_fuse_rows.ir",     "08_fuse_pointwise.ir", "09_plan.txt"};
+                         "03_cast_like_as_cast.ir", "04_eliminate_common_subexpressions.ir", "05_decompose.ir",
+                         "06_route_softmax.txt", "07_fuse_library.ir",  "08_fuse_rows.ir",     "09_fuse_pointwise.ir",
+                         "10_plan.txt"};
   for (const char* name : dumps) EXPECT_TRUE(fs::exists(d / "dump" / name)) << name;
-  std::ifstream fused(d / "dump" / "08_fuse_pointwise.ir");
+  std::ifstream fused(d / "dump" / "09_fuse_pointwise.ir");
   std::string fused_ir((std::istreambuf_iterator<char>(fused)), std::istreambuf_iterator<char>());
   EXPECT_NE(fused_ir.find("  group 0 = "), std::string::npos) << fused_ir;
   EXPECT_NE(fused_ir.find(" in 0\n"), std::string::npos) << fused_ir;

@@ -52,7 +52,7 @@ TEST(CliValues, SettingsOutsideTheirValuesAreRefused) {
   expect_refused("run --device cuda:x", {"'cuda:x' is not one of"});
   expect_refused("run --precision fp8", {"setting precision: 'fp8' is not one of fp32, bf16, fp16"});
   // The environment goes through the same table.
-  expect_refused("run", {"setting debug: 'bogus' is not one of ir, route, fusion, codegen, ops, all"}, "KILN_DEBUG=bogus");
+  expect_refused("run", {"setting debug: 'bogus' is not one of ir, route, fusion, codegen, ops, time, all"}, "KILN_DEBUG=bogus");
   expect_refused("run", {"setting debug: 'ir,' ends with a comma"}, "KILN_DEBUG=ir,");
   expect_refused("run", {"setting autotune: 'slow'"}, "KILN_AUTOTUNE=slow");
   expect_refused("run", {"setting cuda_attention_warps: 8 is not one of"}, "KILN_CUDA_ATTENTION_WARPS=8");
