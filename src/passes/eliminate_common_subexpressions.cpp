@@ -17,6 +17,8 @@
 namespace kiln {
 namespace {
 
+constexpr size_t kLargestMergedConstant = size_t{1} << 20;  // bytes: folded masks (vit: 155 KB), no weight matrix
+
 void append_bits(std::string& key, const void* p, size_t n) { key.append(static_cast<const char*>(p), n); }
 
 void append_tensor(std::string& key, const Tensor& t) {
@@ -67,11 +69,14 @@ int eliminate_common_subexpressions(Graph& g) {
   std::vector<char> graph_output(g.values.size(), 0);
   for (ValueId v : g.outputs) graph_output[size_t(v)] = 1;
 
-  // Equal constants: one of them stands for all (bytes compared, not only their hash).
+  // Equal constants: one of them stands for all (bytes compared, not only their hash). Up to 1 MiB:
+  // scalars and folded masks repeat (vit: a 155 KB mask a layer), weight matrices do not, and hashing
+  // every weight would read a model's whole file (bert: 531 MB, a quarter of a saved model's load).
   std::map<std::string, std::vector<ValueId>> constants;
   for (size_t v = 0; v < g.values.size(); ++v) {
     const Value& value = g.value(static_cast<ValueId>(v));
-    if (!value.constant || value.producer >= 0 || graph_output[v]) continue;
+    if (!value.constant || value.producer >= 0 || graph_output[v] || value.constant->nbytes() > kLargestMergedConstant)
+      continue;
     std::string key;
     append_tensor(key, *value.constant);
     std::vector<ValueId>& seen = constants[key];
