@@ -13,11 +13,20 @@
 extern "C" {
 #endif
 
+/* C compilers give these enums the type unsigned int (no negative enumerators); in C++ they get it
+   explicitly, so that any value a C caller passes is one the library may read (without a fixed type, a
+   value outside the enumerators' range is undefined behaviour in C++). */
+#ifdef __cplusplus
+#define KILN_ENUM(name) enum name : unsigned int
+#else
+#define KILN_ENUM(name) enum name
+#endif
+
 /* The ABI this header describes. kiln_abi_version() returns the library's: a program built against
    another ABI must not use the library (check both at start-up). */
 #define KILN_ABI_VERSION 1
 
-typedef enum kiln_status {
+typedef KILN_ENUM(kiln_status) {
   KILN_OK = 0,
   KILN_ERROR_INVALID_ARGUMENT = 1, /* a NULL handle or pointer, an index out of range */
   KILN_ERROR_USER = 2,             /* the model, an input or a setting is wrong (the message says which) */
@@ -28,14 +37,14 @@ typedef enum kiln_status {
 } kiln_status;
 
 /* Element types (values fixed by the ABI). */
-typedef enum kiln_dtype {
+typedef KILN_ENUM(kiln_dtype) {
   KILN_F32 = 0, KILN_F16 = 1, KILN_BF16 = 2, KILN_F64 = 3, KILN_I64 = 4,
   KILN_I32 = 5, KILN_I8 = 6, KILN_U8 = 7, KILN_BOOL = 8,
   KILN_DTYPE_MAX_ENUM = 0x7fffffff /* not a dtype: keeps the enum an int for every value */
 } kiln_dtype;
 
 /* How a session runs (values fixed by the ABI). */
-typedef enum kiln_mode {
+typedef KILN_ENUM(kiln_mode) {
   KILN_MODE_COMPILED = 0, KILN_MODE_EAGER = 1, KILN_MODE_REFERENCE = 2,
   KILN_MODE_MAX_ENUM = 0x7fffffff /* not a mode: keeps the enum an int for every value */
 } kiln_mode;
