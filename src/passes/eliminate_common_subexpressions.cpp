@@ -73,6 +73,7 @@ int eliminate_common_subexpressions(Graph& g) {
   // scalars and folded masks repeat (vit: a 155 KB mask a layer), weight matrices do not, and hashing
   // every weight would read a model's whole file (bert: 531 MB, a quarter of a saved model's load).
   std::map<std::string, std::vector<ValueId>> constants;
+  bool merged_constants = false;
   for (size_t v = 0; v < g.values.size(); ++v) {
     const Value& value = g.value(static_cast<ValueId>(v));
     if (!value.constant || value.producer >= 0 || graph_output[v] || value.constant->nbytes() > kLargestMergedConstant)
@@ -83,6 +84,7 @@ int eliminate_common_subexpressions(Graph& g) {
     for (ValueId s : seen)
       if (same_bytes(*g.value(s).constant, *value.constant) && g.value(s).type == value.type) same[v] = s;
     if (same[v] == static_cast<ValueId>(v)) seen.push_back(static_cast<ValueId>(v));
+    else merged_constants = true;
   }
 
   int removed = 0;
@@ -109,7 +111,8 @@ int eliminate_common_subexpressions(Graph& g) {
       if (n.outputs[o] != kNoValue) same[size_t(n.outputs[o])] = first.outputs[o];
     ++removed;
   }
-  if (removed > 0) g.remove_dead();  // the replaced nodes (nothing reads their outputs now)
+  // The replaced nodes and constants (nothing reads them now).
+  if (removed > 0 || merged_constants) g.remove_dead();
   return removed;
 }
 

@@ -210,10 +210,10 @@ void write_saved_model(const std::string& path, const Graph& imported, Mode mode
 SavedModel read_saved_model(const std::string& path, const Options& user, std::optional<Mode> mode,
                             const std::map<std::string, int64_t>& dims,
                             const std::function<std::string(const Options&, Mode)>& device_key_of) {
-  std::optional<StageTimer> timer(std::in_place, user, "map and check the file");
+  StageTimer timer(user, "map and check the file");
   std::shared_ptr<FileBytes> map = read_file(path);
   const json h = parse_saved_model_header(map->bytes(), /*check_sum=*/true, path);
-  timer.reset();
+  timer.next("check the version, settings and machine");
   const std::string& version = h["kiln_version"].get_ref<const std::string&>();
   const std::string& commit = h["kiln_commit"].get_ref<const std::string&>();
   if (version != KILN_VERSION || commit != KILN_GIT_COMMIT)
@@ -260,7 +260,7 @@ SavedModel read_saved_model(const std::string& path, const Options& user, std::o
                path, h["device_key"].get<std::string>(), h["cpu_features"].get<std::string>(), here, features);
 
   // The kernels and the store go into a private folder the compile reads as its cache.
-  timer.emplace(user, "unpack kernels and the tuning store");
+  timer.next("unpack kernels and the tuning store");
   m.folder = std::make_shared<TempFolder>();
   const std::string_view area = saved_model_area(map->bytes());
   codegen::cpu::KernelCache cache(m.folder->path(), /*durable=*/false);
@@ -279,7 +279,7 @@ SavedModel read_saved_model(const std::string& path, const Options& user, std::o
                                              h["compiler"]["identity"].get<std::string>());
   m.options.cache_dir = m.folder->path().string();
   m.options.require_cached = true;
-  timer.emplace(user, "parse the graph");
+  timer.next("parse the graph");
   m.graph = parse_saved_model_graph(h, area, map, path);
   return m;
 }

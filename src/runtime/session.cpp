@@ -4,7 +4,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <optional>
 
 #include "compiler/compile.h"
 #include "onnx/import.h"
@@ -71,9 +70,7 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 Session Session::load_onnx(const std::string& path, Mode mode, const Options& options,
                            const std::map<std::string, int64_t>& dims) {
-  std::optional<StageTimer> timer(std::in_place, options, "import");
-  Graph graph = import_onnx(path, options);
-  timer.reset();
+  Graph graph = timed(options, "import", [&] { return import_onnx(path, options); });
   return from_graph(std::move(graph), mode, options, dims);
 }
 
@@ -92,11 +89,11 @@ Session Session::from_graph(Graph graph, Mode mode, const Options& options,
 Session Session::load_file(const std::string& path, Mode mode, const Options& options,
                            const std::map<std::string, int64_t>& dims) {
   if (!runtime::is_saved_model(path)) return load_onnx(path, mode, options, dims);
-  std::optional<StageTimer> timer(std::in_place, options, "read_saved_model");
-  runtime::SavedModel saved = runtime::read_saved_model(path, options, mode, dims, [](const Options& o, Mode m) {
-    return runtime::make_backend(o, m)->device_key(o);
+  runtime::SavedModel saved = timed(options, "read_saved_model", [&] {
+    return runtime::read_saved_model(path, options, mode, dims, [](const Options& o, Mode m) {
+      return runtime::make_backend(o, m)->device_key(o);
+    });
   });
-  timer.reset();
   // The unpacked folder goes once the kernels are loaded: nothing reads the cache after a compile.
   return from_graph(std::move(saved.graph), saved.mode, saved.options, saved.dims);
 }

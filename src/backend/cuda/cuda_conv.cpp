@@ -10,7 +10,6 @@
 // real pixels (ResNet-18's 7x7 layer: 110 us in an alignment-1 kernel on 8 blocks, against ~15 aligned).
 #include <fmt/format.h>
 
-#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -37,20 +36,6 @@ std::vector<float> per_channel(const Tensor& c, int64_t oc, const std::string& w
   std::vector<float> v(static_cast<size_t>(oc));
   for (int64_t i = 0; i < oc; ++i) v[size_t(i)] = static_cast<float>(c.as_double(i));
   return v;
-}
-
-// W [OC, C, KH, KW] as the matrix [OC, padded] with +0 in the columns past `rows`, bit for bit.
-Tensor padded_rows(const Tensor& w, int64_t rows, int64_t padded) {
-  const int64_t oc = w.dim(0);
-  const size_t element = dtype_size(w.dtype());
-  Tensor t = Tensor::empty(w.dtype(), {oc, padded});
-  auto* to = static_cast<unsigned char*>(t.raw());
-  const auto* from = static_cast<const unsigned char*>(w.raw());
-  std::memset(to, 0, static_cast<size_t>(oc * padded) * element);
-  for (int64_t o = 0; o < oc; ++o)
-    std::memcpy(to + static_cast<size_t>(o * padded) * element, from + static_cast<size_t>(o * rows) * element,
-                static_cast<size_t>(rows) * element);
-  return t;
 }
 
 class ConvKernel final : public Kernel {
@@ -83,7 +68,7 @@ class ConvKernel final : public Kernel {
     const int64_t rows = c_ * kernel_[0] * kernel_[1];
     if (rows % align != 0) {
       rows_padded_ = (rows + align - 1) / align * align;
-      padded_weight_ = runtime.upload(padded_rows(w, rows, rows_padded_));
+      padded_weight_ = runtime.upload(pad_columns(w, /*transposed=*/false, rows_padded_));  // [OC, rows_padded_]
     }
     if (out.shape.size() == 4 && out.shape[2].is_static() && out.shape[3].is_static()) {
       out_h_ = out.shape[2].value;

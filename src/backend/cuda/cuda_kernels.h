@@ -85,6 +85,10 @@ std::unique_ptr<Kernel> make_matmul_kernel(const CudaRuntime& runtime, const Gra
 std::unique_ptr<Kernel> make_bare_matmul_kernel(const CudaRuntime& runtime, const Graph& g, const Node& node,
                                                 const Options& options);
 
+// w as the matrix [dim 0, the rest] ([K, N], or [N, K] when transposed) with its N output columns
+// padded with zeros to `padded`, bit for bit: cuBLASLt's aligned kernels want 16-byte leading dimensions.
+Tensor pad_columns(const Tensor& w, bool transposed, int64_t padded);
+
 // Conv (2-D, f32, one group) as im2col and a cuBLASLt product, the bias and the group's epilogue in one
 // generated kernel after it: a library group (`group` set) or a Conv node alone. Null for a group it
 // has no route for (a folded BatchNormalization, grouped or non-2-D convolution, auto_pad).

@@ -41,20 +41,6 @@ std::vector<float> per_column(const Tensor& c, int64_t n, const std::string& wha
   return v;
 }
 
-// w's output columns padded with zeros to `padded`: w is [K, N] (or [N, K] when transposed).
-Tensor pad_columns(const Tensor& w, bool transposed, int64_t padded) {
-  const size_t es = dtype_size(w.dtype());
-  const int64_t rows = w.dim(0), cols = w.dim(1);
-  Tensor out = Tensor::empty(w.dtype(), transposed ? std::vector<int64_t>{padded, cols} : std::vector<int64_t>{rows, padded});
-  auto* dst = static_cast<unsigned char*>(out.raw());
-  const auto* src = static_cast<const unsigned char*>(w.raw());
-  std::memset(dst, 0, out.nbytes());
-  if (transposed) std::memcpy(dst, src, w.nbytes());  // N rows of K, then zero rows
-  else
-    for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + size_t(r * padded) * es, src + size_t(r * cols) * es, size_t(cols) * es);
-  return out;
-}
-
 class MatmulKernel final : public Kernel {
  public:
   // A library group (`group` set) or a bare MatMul node.
@@ -235,6 +221,19 @@ class MatmulKernel final : public Kernel {
 };
 
 }  // namespace
+
+Tensor pad_columns(const Tensor& w, bool transposed, int64_t padded) {
+  const size_t es = dtype_size(w.dtype());
+  const int64_t rows = w.dim(0), cols = w.numel() / std::max<int64_t>(rows, 1);  // w as a matrix [dim 0, rest]
+  Tensor out = Tensor::empty(w.dtype(), transposed ? std::vector<int64_t>{padded, cols} : std::vector<int64_t>{rows, padded});
+  auto* dst = static_cast<unsigned char*>(out.raw());
+  const auto* src = static_cast<const unsigned char*>(w.raw());
+  std::memset(dst, 0, out.nbytes());
+  if (transposed) std::memcpy(dst, src, w.nbytes());  // N rows of K, then zero rows
+  else
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + size_t(r * padded) * es, src + size_t(r * cols) * es, size_t(cols) * es);
+  return out;
+}
 
 bool has_library_route(const Graph& g, const LibraryGroup& group) {
   if (!is_f32_or_half(g.value(group.output).type.dtype)) return false;
