@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "codegen/cpu/toolchain.h"
+#include "kernels/onednn/fused.h"
 #include "kiln/builder.h"
 #include "kiln/session.h"
 #include "ops/node_runner.h"
@@ -126,6 +127,36 @@ TEST_F(GemmSchedule, TemplateWithItsEpilogueIsTunedOnceAndMatchesTheReference) {
   Session untuned = Session::from_graph(g, Mode::compiled, off);
   EXPECT_EQ(untuned.stats().autotune_benchmarks, 0);
   EXPECT_EQ(untuned.stats().template_kernels, 0);
+}
+
+// oneDNN is only a candidate: its primitive and its copy of the weights are made when it is prepared,
+// so a template winner (offered alone, or stored) leaves the weights in the graph's layout.
+TEST_F(GemmSchedule, OneDnnIsBuiltOnlyWhenItIsPrepared) {
+  const int64_t m = 67, k = 200, n = 190;
+  Graph g = matmul_chain(m, k, n);
+  uint64_t before = onednn::prepared_weight_layouts();
+  Session only_template = Session::from_graph(g, Mode::compiled, options("template"));
+  EXPECT_EQ(only_template.stats().template_kernels, 1);
+  EXPECT_EQ(onednn::prepared_weight_layouts(), before);
+
+  // autotune=off takes the default, oneDNN: built once, for that one weight.
+  Options off = options();
+  off.set("autotune", "off");
+  before = onednn::prepared_weight_layouts();
+  Session library = Session::from_graph(g, Mode::compiled, off);
+  EXPECT_EQ(library.stats().template_kernels, 0);
+  EXPECT_EQ(onednn::prepared_weight_layouts(), before + 1);
+
+  // A stored winner is the only candidate prepared: no weight layout unless oneDNN won.
+  Session tuned = Session::from_graph(g, Mode::compiled, options());
+  before = onednn::prepared_weight_layouts();
+  Session stored = Session::from_graph(g, Mode::compiled, options());
+  EXPECT_EQ(stored.stats().autotune_benchmarks, 0);
+  EXPECT_EQ(stored.stats().template_kernels, tuned.stats().template_kernels);
+  EXPECT_EQ(onednn::prepared_weight_layouts(), before + (stored.stats().template_kernels == 1 ? 0 : 1));
+  std::map<std::string, Tensor> in = {{"a", with_specials(random_uniform(DType::f32, {m, k}, -1, 1, 1))},
+                                      {"r", with_specials(random_uniform(DType::f32, {m, n}, -1, 1, 2))}};
+  expect_matches_reference(stored, g, in);
 }
 
 TEST_F(GemmSchedule, GemmWithTransposedWeightsAlphaBetaAndSmallProducts) {

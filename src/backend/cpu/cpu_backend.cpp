@@ -120,20 +120,23 @@ class CpuCompile final : public BackendCompile {
   CpuCompile(const Options& options, bool reference) : options_(options), reference_(reference) {}
 
   std::unique_ptr<Kernel> library_kernel(const Graph& g, const schedule::LibraryGroup& group) override {
-    std::unique_ptr<LibraryKernel> kernel;
+    if (group.tuned) {
+      if (!tuner_)  // one per compile: its budget covers the model
+        tuner_ = std::make_unique<autotune::Autotuner>(
+            options_, codegen::cpu::resolve_cache_dir(options_) / autotune::kTuningStoreFileName);
+      // oneDNN is built only as a candidate: a template winner never pays for its primitive and its
+      // reordered copy of the weights.
+      return tune_matmul_kernel(g, group, options_, *tuner_, device_key(options_),
+                                [&g, &group, this] { return build_library_kernel(g, group, options_); });
+    }
     try {
-      kernel = build_library_kernel(g, group, options_);
+      return build_library_kernel(g, group, options_);
     } catch (const dnnl::error& e) {  // oneDNN refused the case: the nodes stay with the other passes
       if (options_.debug_on("fusion"))
         std::fprintf(stderr, "[fusion] library call %s for %s refused (%s): not fused\n", group.label.c_str(),
                      g.describe(g.nodes[size_t(group.nodes.back())]).c_str(), e.what());
       return nullptr;
     }
-    if (!group.tuned) return kernel;
-    if (!tuner_)  // one per compile: its budget covers the model
-      tuner_ = std::make_unique<autotune::Autotuner>(
-          options_, codegen::cpu::resolve_cache_dir(options_) / autotune::kTuningStoreFileName);
-    return tune_matmul_kernel(g, group, options_, *tuner_, device_key(options_), std::move(kernel));
   }
 
   std::vector<std::unique_ptr<Kernel>> generated_kernels(const Graph& g,

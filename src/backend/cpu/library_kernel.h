@@ -9,6 +9,7 @@
 // (Finite inputs whose sums overflow to +Inf and -Inf in different lanes could still give NaN before
 // the Relu inside oneDNN; the fused call gives 0 there.)
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,21 +60,23 @@ inline constexpr double kTuneMinMacs = double(1 << 21);
 inline constexpr int64_t kSymbolicTuneRows = 128;
 
 // A MatMul / Gemm group with constant 2-D weights and a static K (rows may be symbolic), or a batched
-// MatMul of two computed operands with static shapes (B packed per call), on the faster of `library` (its
-// oneDNN kernel, "onednn"), kiln's GEMM templates with the group's epilogue in their store hook
+// MatMul of two computed operands with static shapes (B packed per call), on the faster of its oneDNN
+// kernel ("onednn", made by `make_library` when prepared), kiln's GEMM templates with the group's epilogue in their store hook
 // ("template:<config>") and OpenBLAS's sgemm followed by the epilogue as a pass ("blas"), as the autotuner picks (options: autotune, gemm_backends); every candidate is
-// checked against fp64 rows of the group's result first. Other groups, small products and
-// gemm_backends without template: `library` unchanged.
+// checked against fp64 rows of the group's result first. Only groups marked tuned (worth_tuning) come
+// here; the others are built directly.
 
 // The GEMM libraries' versions, as tuning-database keys: "onednn 2.7.3; openblas 0.3.21 Haswell".
 std::string gemm_library_versions();
 
 // Whether the CPU backend tunes this group (its tunes_gemm; find_library_groups records it in grp.tuned,
-// and tune_matmul_kernel tunes exactly the groups marked so, returning `library` for the others).
+// and tune_matmul_kernel takes exactly the groups marked so).
 bool worth_tuning(const Graph& g, const LibraryGroup& group, const Options& options);
+// Builds the group's oneDNN kernel (build_library_kernel): called only when that candidate is prepared.
+using LibraryFactory = std::function<std::unique_ptr<LibraryKernel>()>;
 std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryGroup& group, const Options& options,
                                                   autotune::Autotuner& tuner, const std::string& device_key,
-                                                  std::unique_ptr<LibraryKernel> library);
+                                                  LibraryFactory make_library);
 
 // The source of kiln's GEMM template for a tuned group, at the first config of its space for
 // `features`, with the group's epilogue in the store hook: what tests/compiler/zoo_snapshot_test.cpp

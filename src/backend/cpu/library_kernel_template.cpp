@@ -329,11 +329,10 @@ bool worth_tuning(const Graph& g, const LibraryGroup& grp, const Options& option
 
 std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryGroup& grp, const Options& options,
                                                   autotune::Autotuner& tuner, const std::string& device_key,
-                                                  std::unique_ptr<LibraryKernel> library) {
-  if (!grp.tuned) return library;
+                                                  LibraryFactory make_library) {
+  KILN_INTERNAL_CHECK(grp.tuned && make_library, "tune_matmul_kernel: group '{}' is not tuned", grp.label);
   const std::vector<std::string> backends = autotune::gemm_backends(options);
   auto has = [&](const char* b) { return std::find(backends.begin(), backends.end(), b) != backends.end(); };
-  if (!has("onednn")) library.reset();
   std::optional<MatmulShape> shape = static_shape(g, grp);
   KILN_INTERNAL_CHECK(shape, "GEMM group '{}' is marked tuned but has no static shape", grp.label);
   // Made on first use: a stored winner needs no benchmark operands and no reference.
@@ -369,13 +368,11 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
            return b.check((*slot)->run(b.inputs, INT64_MAX), s, why);
          }}));
   };
-  if (library && grp.tail.empty()) {
-    choice("onednn", nullptr, std::make_shared<std::shared_ptr<LibraryKernel>>(std::move(library)));
-  } else if (library) {  // the tail as a pass after oneDNN's call
+  if (has("onednn")) {  // the tail, if any, as a pass after oneDNN's call
     auto slot = std::make_shared<std::shared_ptr<LibraryKernel>>();
-    std::shared_ptr<LibraryKernel> lib(std::move(library));
-    choice("onednn", [slot, lib, &g, &grp, &options, n = shape->n] {
-      *slot = std::make_shared<LibraryWithTail>(g, grp, lib, n, options);
+    choice("onednn", [slot, make_library, &g, &grp, &options, n = shape->n] {
+      std::shared_ptr<LibraryKernel> lib = make_library();
+      *slot = grp.tail.empty() ? lib : std::make_shared<LibraryWithTail>(g, grp, lib, n, options);
     }, slot);
   }
   const tg::GemmSpec base = template_spec(g, *shape, grp);

@@ -40,6 +40,11 @@ void apply_epilogue_plain(const Epilogue& e, int from, float* y, int64_t n, int6
 // True if any of the n values is NaN or infinite (parallel, vectorised scan).
 bool any_nonfinite(const float* x, int64_t n);
 
+// How many constant weights this process has prepared in a primitive's layout so far (matmul and
+// convolution; one per weight and layout): tests use it to see that a candidate that lost, or was never
+// offered, left the weights alone.
+uint64_t prepared_weight_layouts();
+
 // C = epilogue(A x B) through the matmul primitive. A and C as in MatmulDesc (A may be strided, e.g.
 // transposed; C contiguous). B is either constant (2-D [K, N], strided, given at construction) or
 // given per call (any rank, like MatmulDesc). The bias broadcasts along C's last dim.

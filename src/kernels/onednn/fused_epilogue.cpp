@@ -2,6 +2,7 @@
 // the steps oneDNN must not do, the non-finite scan that decides between them, and prepacked weights.
 #include <omp.h>
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -142,6 +143,10 @@ PostOpPlan plan_post_ops(const Epilogue& e, int steps, const dnnl::memory::desc&
   return plan;
 }
 
+namespace {
+std::atomic<uint64_t> weight_layouts_prepared{0};
+}
+
 std::shared_ptr<const dnnl::memory> PrepackedWeights::get(const dnnl::memory::desc& md) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const Packed& p : packed_)
@@ -162,8 +167,11 @@ std::shared_ptr<const dnnl::memory> PrepackedWeights::get(const dnnl::memory::de
     page_out(data_, user_md_.get_size());
   }
   packed_.push_back(Packed{md, packed});
+  weight_layouts_prepared.fetch_add(1, std::memory_order_relaxed);
   return packed;
 }
 
 }  // namespace detail
+
+uint64_t prepared_weight_layouts() { return detail::weight_layouts_prepared.load(std::memory_order_relaxed); }
 }  // namespace kiln::onednn
