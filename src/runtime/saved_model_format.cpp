@@ -1,14 +1,12 @@
 #include "runtime/saved_model_format.h"
 
 #include <fmt/format.h>
-#define XXH_INLINE_ALL  // header-only, as in codegen/cpu/content_hash.cpp
-#include <xxhash.h>
-
 #include <algorithm>
 
 #include "ir/parser.h"
 #include "support/checked_math.h"
 #include "support/error.h"
+#include "support/hash128.h"
 
 namespace kiln::runtime {
 namespace {
@@ -23,8 +21,8 @@ bool is_key(const std::string& s) {
 }
 
 std::string checksum_of(std::string_view data) {
-  XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
-  return saved_model_trailer(h.high64, h.low64);
+  Hash128 h = xxh3_128(data.data(), data.size());
+  return saved_model_trailer(h.high, h.low);
 }
 
 const std::string& string_field(const json& h, const char* name, const std::string& what) {
