@@ -5,7 +5,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#define XXH_INLINE_ALL  // header-only, as in codegen/cpu/content_hash.cpp
+#define XXH_INLINE_ALL  // header-only, as in codegen/cpu/content_hash.cpp (the writer's stream)
 #include <xxhash.h>
 
 #include <algorithm>
@@ -68,10 +68,12 @@ std::vector<KernelObject> loaded_kernels(const Options& options) {
   return out;
 }
 
-// The whole file, mapped read-only and populated in one go; its constants wrap the mapping, as ONNX
-// external data does (onnx/external_data.cpp). A writable private map would copy every page when
-// populated (bert: 540 ms to map and check against 90-130), and a read() into memory of its own zeroes
-// every page, then copies (1.6-1.8 s a load).
+// The whole file, mapped read-only; its constants wrap the mapping, as ONNX external data does
+// (onnx/external_data.cpp). The checksum maps it in a chunk at a time and lets each chunk go after it
+// (load_hooks): what the kernels use later faults back in from the page cache, the rest (the
+// originals of packed weights, embedding rows never gathered) stays out of memory. A writable private
+// map would copy every page (bert: 540 ms to map and check against 90-130), and a read() into memory
+// of its own zeroes every page, then copies (1.6-1.8 s a load).
 struct FileBytes {
   void* data = MAP_FAILED;
   size_t size = 0;
@@ -91,10 +93,17 @@ std::shared_ptr<FileBytes> read_file(const std::string& path) {
   f->size = static_cast<size_t>(st.st_size);
   if (f->size < kSavedModelPrefixBytes + kSavedModelTrailerBytes)
     user_error("{}: {} bytes, too short for a saved model", path, f->size);
-  f->data = ::mmap(nullptr, f->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd.get(), 0);
+  f->data = ::mmap(nullptr, f->size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (f->data == MAP_FAILED) user_error("{}: cannot map it ({})", path, std::strerror(errno));
   note_file_mapping(f->data, f->size);
   return f;
+}
+
+ChecksumHooks load_hooks() {
+  ChecksumHooks hooks;
+  hooks.before = [](std::string_view chunk) { populate(chunk.data(), chunk.size()); };
+  hooks.after = [](std::string_view chunk) { page_out(chunk.data(), chunk.size()); };
+  return hooks;
 }
 
 }  // namespace
@@ -116,7 +125,8 @@ TempFolder::~TempFolder() {
 }
 
 void write_saved_model(const std::string& path, const Graph& imported, Mode mode, const Options& options,
-                       const std::map<std::string, int64_t>& dims, const std::string& device_key) {
+                       const std::map<std::string, int64_t>& dims, const std::string& device_key,
+                       const std::vector<PackRecorder::Entry>& packs) {
   KILN_INTERNAL_CHECK(options.device == "cpu", "write_saved_model: device {} (Session::compile_to_file refuses it)",
                       options.device);
   std::vector<std::pair<uint64_t, std::string_view>> pieces;  // every section at its offset, in file order
@@ -131,9 +141,11 @@ void write_saved_model(const std::string& path, const Graph& imported, Mode mode
 
   json data = json::array();
   std::vector<std::string_view> data_pieces;
+  std::map<const void*, size_t> data_index;  // a constant's bytes -> its <data N>
   PrintOptions print;
   print.external_data = [&](const Tensor& t) {
     data_pieces.emplace_back(static_cast<const char*>(t.raw()), t.nbytes());
+    data_index.emplace(t.raw(), data_pieces.size() - 1);
     return static_cast<int64_t>(data_pieces.size() - 1);
   };
   const std::string graph_text = print_graph(imported, print);
@@ -170,6 +182,17 @@ void write_saved_model(const std::string& path, const Graph& imported, Mode mode
   }
   for (std::string_view d : data_pieces) data.push_back(add(d));
   h["data"] = data;
+  // The packs of the graph's own constants (one a pass made at compile time is made again at load).
+  json pack_list = json::array();
+  for (const PackRecorder::Entry& p : packs) {
+    auto it = data_index.find(p.original);
+    if (it == data_index.end()) continue;
+    json s = add(std::string_view(static_cast<const char*>(p.copy.data), p.copy.bytes));
+    s["data"] = it->second;
+    s["layout"] = p.layout;
+    pack_list.push_back(s);
+  }
+  if (!pack_list.empty()) h["packs"] = pack_list;
 
   const std::string header = h.dump();
   std::string prefix(kSavedModelMagic);
@@ -212,7 +235,7 @@ SavedModel read_saved_model(const std::string& path, const Options& user, std::o
                             const std::function<std::string(const Options&, Mode)>& device_key_of) {
   StageTimer timer(user, "map and check the file");
   std::shared_ptr<FileBytes> map = read_file(path);
-  const json h = parse_saved_model_header(map->bytes(), /*check_sum=*/true, path);
+  const json h = parse_saved_model_header(map->bytes(), /*check_sum=*/true, path, load_hooks());
   timer.next("check the version, settings and machine");
   const std::string& version = h["kiln_version"].get_ref<const std::string&>();
   const std::string& commit = h["kiln_commit"].get_ref<const std::string&>();
@@ -281,6 +304,14 @@ SavedModel read_saved_model(const std::string& path, const Options& user, std::o
   m.options.require_cached = true;
   timer.next("parse the graph");
   m.graph = parse_saved_model_graph(h, area, map, path);
+  // Each pack is offered for the bytes its constant wraps: the kernels that would pack it adopt it.
+  m.packs = std::make_shared<PackOffer>();
+  if (h.contains("packs"))
+    for (const json& p : h["packs"]) {
+      const std::string_view original = saved_model_section(h["data"][p["data"].get<size_t>()], area, path, "data");
+      const std::string_view bytes = saved_model_section(p, area, path, "pack");
+      m.packs->add(original.data(), p["layout"].get<std::string>(), PackedCopy{bytes.data(), bytes.size(), map});
+    }
   return m;
 }
 

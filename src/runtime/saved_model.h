@@ -12,7 +12,8 @@
 // The header names the format, the kiln build (version and commit), the machine (device key and CPU
 // features), the compiler identity the kernels' cache keys were made with, the mode, dims and settings,
 // and every section: {"graph"}, {"tuning_store"} (absent when there was none), "kernels": [{key,
-// command}], "data": [...] (one per `<data N>` of the graph), each with its offset and size.
+// command}], "data": [...] (one per `<data N>` of the graph), "packs": [{data: N, layout}] (a constant
+// in a kernel's packed layout, absent when there is none), each with its offset and size.
 //
 // Refused with a user error naming the file: a damaged, truncated or garbled file (checksum first,
 // then every offset, size and field), another format or kiln build, another machine. The checksum
@@ -34,6 +35,7 @@
 #include "kiln/options.h"
 #include "kiln/session.h"
 #include "runtime/saved_model_format.h"
+#include "support/packed_weights.h"
 
 namespace kiln::runtime {
 
@@ -43,8 +45,11 @@ bool is_saved_model(const std::string& path);
 // Writes `path` (replacing it) for a compile of `imported` that just ran in this process with
 // `options`, `mode` and `dims` on a backend whose device key is `device_key`. The kernel objects are
 // the cache entries loaded now (codegen/cpu/loaded_library.h): at least the compile's. CPU only.
+// `packs`: the packed weights alive after the compile (a PackRecorder's); the file keeps those of the
+// graph's constants, and a load offers them to its kernels (support/packed_weights.h).
 void write_saved_model(const std::string& path, const Graph& imported, Mode mode, const Options& options,
-                       const std::map<std::string, int64_t>& dims, const std::string& device_key);
+                       const std::map<std::string, int64_t>& dims, const std::string& device_key,
+                       const std::vector<PackRecorder::Entry>& packs);
 
 // A private folder (mode 0700) removed with everything in it when the last owner lets go.
 class TempFolder {
@@ -66,6 +71,7 @@ struct SavedModel {
   Options options;  // the file's settings, the caller's debug and dump_dir, require_cached on
   std::map<std::string, int64_t> dims;
   std::shared_ptr<TempFolder> folder;  // options.cache_dir: the kernels and the tuning store
+  std::shared_ptr<PackOffer> packs;    // the file's packed weights, offered while this lives
 };
 
 // Reads and checks `path`. `user`: the caller's settings; one it set to a value other than its default

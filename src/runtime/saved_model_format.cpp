@@ -14,14 +14,28 @@ namespace {
 using json = nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = 64 << 20;
+constexpr size_t kMaxLayoutBytes = 4096;
 
 
 bool is_key(const std::string& s) {
   return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-std::string checksum_of(std::string_view data) {
-  Hash128 h = xxh3_128(data.data(), data.size());
+std::string checksum_of(std::string_view data, const ChecksumHooks& hooks) {
+  Hash128 h;
+  if (!hooks.before && !hooks.after) {
+    h = xxh3_128(data.data(), data.size());
+  } else {
+    constexpr size_t kChunk = size_t{32} << 20;
+    Xxh3Stream stream;
+    for (size_t at = 0; at < data.size(); at += kChunk) {
+      const std::string_view chunk = data.substr(at, kChunk);
+      if (hooks.before) hooks.before(chunk);
+      stream.update(chunk.data(), chunk.size());
+      if (hooks.after) hooks.after(chunk);
+    }
+    h = stream.digest();
+  }
   return saved_model_trailer(h.high, h.low);
 }
 
@@ -85,11 +99,11 @@ Graph parse_saved_model_graph(const json& h, std::string_view area, const std::s
 }
 
 
-json parse_saved_model_header(std::string_view bytes, bool check_sum, const std::string& what) {
+json parse_saved_model_header(std::string_view bytes, bool check_sum, const std::string& what, const ChecksumHooks& hooks) {
   if (bytes.size() < kSavedModelPrefixBytes + kSavedModelTrailerBytes || bytes.substr(0, kSavedModelMagic.size()) != kSavedModelMagic)
     user_error("{}: not a saved kiln model", what);
   if (check_sum &&
-      checksum_of(bytes.substr(0, bytes.size() - kSavedModelTrailerBytes)) !=
+      checksum_of(bytes.substr(0, bytes.size() - kSavedModelTrailerBytes), hooks) !=
           bytes.substr(bytes.size() - kSavedModelTrailerBytes))
     user_error("{}: damaged (its checksum does not match its contents); compile the model again", what);
   uint64_t header_bytes = get_u64(bytes.data() + kSavedModelMagic.size());
@@ -106,6 +120,17 @@ json parse_saved_model_header(std::string_view bytes, bool check_sum, const std:
   for (const char* list : {"kernels", "data"}) {
     if (!h.contains(list) || !h[list].is_array()) user_error("{}: the header has no {} list", what, list);
     for (size_t i = 0; i < h[list].size(); ++i) saved_model_section(h[list][i], area, what, fmt::format("{} {}", list, i));
+  }
+  if (h.contains("packs")) {  // weights in their kernels' layouts: {data: index into "data", layout}
+    if (!h["packs"].is_array()) user_error("{}: its packs are not a list", what);
+    for (size_t i = 0; i < h["packs"].size(); ++i) {
+      const json& p = h["packs"][i];
+      saved_model_section(p, area, what, fmt::format("packs {}", i));
+      if (!p.contains("data") || !p["data"].is_number_unsigned() || p["data"].get<uint64_t>() >= h["data"].size() ||
+          !p.contains("layout") || !p["layout"].is_string() || p["layout"].get_ref<const std::string&>().empty() ||
+          p["layout"].get_ref<const std::string&>().size() > kMaxLayoutBytes)
+        user_error("{}: pack {} names no constant or layout", what, i);
+    }
   }
   for (const json& k : h["kernels"])
     if (!k.contains("key") || !k["key"].is_string() || !is_key(k["key"].get<std::string>()) || !k.contains("command") ||

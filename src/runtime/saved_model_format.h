@@ -3,6 +3,7 @@
 // reaches every check a load makes before it trusts anything.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,10 +27,17 @@ uint64_t get_u64(const char* p);
 // The trailer of an XXH3-128 of everything before it: its two words, high first.
 std::string saved_model_trailer(uint64_t high, uint64_t low);
 
+// Called before and after each chunk of the checksum's one pass over the file: a load maps each chunk
+// in before it is read and lets it go after, so the whole file is never resident at once.
+struct ChecksumHooks {
+  std::function<void(std::string_view)> before, after;
+};
+
 // The header of the saved model in `bytes` after the checks that need no machine: magic, size,
 // checksum (unless `check_sum` is false, for the fuzzer), JSON, every field's type, and every section
 // inside the file. Errors are user errors that start with `what`.
-nlohmann::json parse_saved_model_header(std::string_view bytes, bool check_sum, const std::string& what);
+nlohmann::json parse_saved_model_header(std::string_view bytes, bool check_sum, const std::string& what,
+                                        const ChecksumHooks& hooks = {});
 
 // The bytes of every section, after the header (`bytes` already passed parse_saved_model_header).
 std::string_view saved_model_area(std::string_view bytes);

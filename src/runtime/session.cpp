@@ -104,8 +104,10 @@ Session Session::compile_to_file(Graph graph, Mode mode, const Options& options,
     user_error("{}: saved models hold CPU kernels only so far (device {}); a CUDA model compiles when it loads",
                path, options.device);
   Graph imported = graph;  // the file holds the graph as given: loading compiles it again
+  PackRecorder packs;       // and the weights its kernels packed, so that the load need not pack them
   Session session = from_graph(std::move(graph), mode, options, dims);
-  runtime::write_saved_model(path, imported, mode, options, dims, session.impl_->backend->device_key(options));
+  runtime::write_saved_model(path, imported, mode, options, dims, session.impl_->backend->device_key(options),
+                             packs.live_packs());
   return session;
 }
 

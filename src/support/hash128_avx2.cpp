@@ -14,4 +14,21 @@ Hash128 xxh3_128_avx2(const void* data, size_t bytes) {
   return {h.high64, h.low64};
 }
 
+void* xxh3_stream_new_avx2() {
+  XXH3_state_t* s = XXH3_createState();
+  if (s) XXH3_128bits_reset(s);
+  return s;
+}
+
+void xxh3_stream_update_avx2(void* state, const void* data, size_t bytes) {
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(state), data, bytes);
+}
+
+Hash128 xxh3_stream_digest_avx2(const void* state) {
+  XXH128_hash_t h = XXH3_128bits_digest(static_cast<const XXH3_state_t*>(state));
+  return {h.high64, h.low64};
+}
+
+void xxh3_stream_free_avx2(void* state) { XXH3_freeState(static_cast<XXH3_state_t*>(state)); }
+
 }  // namespace kiln

@@ -7,6 +7,9 @@
 #include <map>
 #include <mutex>
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21  // Linux 5.4; older glibc headers lack the name
 #endif
@@ -58,6 +61,16 @@ void page_out(const void* data, size_t bytes) {
   // (locked): nothing to do either way.
   const int advice = inside_file_mapping(begin, end) ? MADV_DONTNEED : MADV_PAGEOUT;
   (void)::madvise(reinterpret_cast<void*>(begin), end - begin, advice);
+}
+
+void populate(const void* data, size_t bytes) {
+  if (!data || bytes == 0) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + bytes;
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0) return;
+  for (uintptr_t p = reinterpret_cast<uintptr_t>(data); p < end; p = (p & ~(page - 1)) + page)
+    (void)*reinterpret_cast<const volatile char*>(p);
 }
 
 }  // namespace kiln

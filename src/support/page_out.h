@@ -12,6 +12,11 @@ namespace kiln {
 // Linux 5.4) are left alone.
 void page_out(const void* data, size_t bytes);
 
+// Maps the pages of [data, data + bytes) (part of a file mapping, say) into the process now, in one go,
+// rather than one fault at a time when they are first read (MADV_POPULATE_READ, Linux 5.14; on older
+// kernels one read a page).
+void populate(const void* data, size_t bytes);
+
 // [data, data + bytes) is a PROT_READ, MAP_PRIVATE mapping of a file (ONNX external data, a saved model)
 // until forget_file_mapping(data).
 void note_file_mapping(const void* data, size_t bytes);

@@ -5,6 +5,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -26,6 +27,11 @@ TEST(Hash128, EqualsTheBaselineXxh3AtEveryLength) {
     EXPECT_EQ(got.high, want.high64) << n << " bytes";
     EXPECT_EQ(got.low, want.low64) << n << " bytes";
   }
+  // In pieces of any size, the same value.
+  Xxh3Stream stream;
+  for (size_t at = 0, piece = 1; at < bytes.size(); at += piece, piece = piece * 3 + 7)
+    stream.update(bytes.data() + at, std::min(piece, bytes.size() - at));
+  EXPECT_EQ(stream.digest(), xxh3_128(bytes.data(), bytes.size()));
   // A changed byte changes it.
   Hash128 a = xxh3_128(bytes.data(), bytes.size());
   bytes[bytes.size() / 2] ^= 1;

@@ -15,6 +15,7 @@
 #include "runtime/demo_model.h"
 #include "runtime/inputs.h"
 #include "runtime/saved_model.h"
+#include "support/packed_weights.h"
 
 namespace kiln {
 namespace {
@@ -108,8 +109,12 @@ TEST_F(SavedModelTest, LoadsWithoutCompilingOrBenchmarkingAndComputesTheSameByte
   ASSERT_TRUE(runtime::is_saved_model(file_.string()));
   ASSERT_GT(compiles_to_save_, 0u) << "the save compiled nothing (an empty cache was expected): this proves nothing";
   const uint64_t compiles = codegen::cpu::compiler_run_count();
+  const PackCounts packs = pack_counts();
   Session loaded = Session::load_file(file_.string(), Mode::compiled, fresh_options());
   EXPECT_EQ(codegen::cpu::compiler_run_count(), compiles) << "loading a saved model ran the compiler";
+  // Every weight the kernels pack comes packed in the file: adopted, none packed again.
+  EXPECT_EQ(pack_counts().made, packs.made) << "the load packed weights";
+  EXPECT_GT(pack_counts().adopted, packs.adopted);
   EXPECT_EQ(loaded.stats().autotune_benchmarks, 0);
   EXPECT_EQ(loaded.stats().kernels, compiled_->stats().kernels);
   EXPECT_GT(loaded.stats().fused_kernels, 0);
@@ -123,6 +128,31 @@ TEST_F(SavedModelTest, LoadsWithoutCompilingOrBenchmarkingAndComputesTheSameByte
     ASSERT_EQ(got.at(name).nbytes(), t.nbytes()) << name;
     EXPECT_EQ(std::memcmp(got.at(name).raw(), t.raw(), t.nbytes()), 0) << name << " differs";
   }
+}
+
+// A pack that names no constant is refused; one in a layout no kernel asks for is left alone (the
+// kernel packs the original itself) and the results do not change.
+TEST_F(SavedModelTest, PacksAreCheckedAndOnlyAdoptedInTheirOwnLayout) {
+  const std::string file = read_bytes(file_);
+  const json header = json::parse(file.substr(16, get_u64(file, 8)));
+  ASSERT_TRUE(header.contains("packs") && !header["packs"].empty()) << "the demo model saved no packed weights";
+  write_bytes(scratch("pack-index.kiln"), with_header(file, [](json& h) { h["packs"][0]["data"] = h["data"].size(); }));
+  EXPECT_NE(load_error(scratch("pack-index.kiln"), fresh_options()).find("names no constant or layout"),
+            std::string::npos);
+  write_bytes(scratch("pack-layout.kiln"), with_header(file, [](json& h) { h["packs"][0].erase("layout"); }));
+  EXPECT_NE(load_error(scratch("pack-layout.kiln"), fresh_options()).find("names no constant or layout"),
+            std::string::npos);
+
+  write_bytes(scratch("pack-foreign.kiln"),
+              with_header(file, [](json& h) { for (json& p : h["packs"]) p["layout"] = "template 0"; }));
+  const PackCounts packs = pack_counts();
+  Session loaded = Session::load_file(scratch("pack-foreign.kiln").string(), Mode::compiled, fresh_options());
+  EXPECT_EQ(pack_counts().adopted, packs.adopted);
+  EXPECT_GT(pack_counts().made, packs.made);
+  std::map<std::string, Tensor> in = make_inputs(compiled_->graph(), {}, 8);
+  std::map<std::string, Tensor> want = compiled_->run(in), got = loaded.run(in);
+  for (const auto& [name, t] : want)
+    EXPECT_EQ(std::memcmp(got.at(name).raw(), t.raw(), t.nbytes()), 0) << name << " differs";
 }
 
 TEST_F(SavedModelTest, AnOnnxFileIsNotTakenForOne) {

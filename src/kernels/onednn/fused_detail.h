@@ -37,6 +37,7 @@ class PrepackedWeights {
   struct Packed {
     dnnl::memory::desc md;
     std::shared_ptr<const dnnl::memory> mem;
+    std::shared_ptr<const void> saved_owner;  // a saved model's mapping, when mem wraps it
   };
   dnnl::memory::desc user_md_;
   std::shared_ptr<const void> owner_;

@@ -6,9 +6,15 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kernels/onednn/fused_detail.h"
 #include "support/error.h"
+#include "support/packed_weights.h"
 #include "support/page_out.h"
 
 namespace kiln::onednn {
@@ -145,7 +151,23 @@ PostOpPlan plan_post_ops(const Epilogue& e, int steps, const dnnl::memory::desc&
 
 namespace {
 std::atomic<uint64_t> weight_layouts_prepared{0};
+
+// A blocked memory descriptor as text, every field that places an element ("" for other formats,
+// which are never saved): the name of a pack's layout (support/packed_weights.h).
+std::string layout_name(const dnnl::memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.format_kind != dnnl_blocked) return {};
+  const int n = d.ndims;
+  auto dims = [n](const dnnl_dims_t& v, int count = -1) {
+    return fmt::format("{}", fmt::join(v, v + (count < 0 ? n : count), ","));
+  };
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  return fmt::format("onednn dt={} dims={} padded={} offsets={} offset0={} strides={} blocks={}:{}:{} extra={},{},{},{}",
+                     int(d.data_type), dims(d.dims), dims(d.padded_dims), dims(d.padded_offsets), d.offset0,
+                     dims(b.strides), b.inner_nblks, dims(b.inner_blks, b.inner_nblks), dims(b.inner_idxs, b.inner_nblks),
+                     d.extra.flags, d.extra.compensation_mask, d.extra.scale_adjust, d.extra.asymm_compensation_mask);
 }
+}  // namespace
 
 std::shared_ptr<const dnnl::memory> PrepackedWeights::get(const dnnl::memory::desc& md) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -154,19 +176,29 @@ std::shared_ptr<const dnnl::memory> PrepackedWeights::get(const dnnl::memory::de
   const dnnl::engine& eng = cpu_engine();
   dnnl::memory user(user_md_, eng, const_cast<float*>(data_));
   std::shared_ptr<const dnnl::memory> packed;
+  std::shared_ptr<const void> saved_owner;
+  const std::string layout = layout_name(md);
+  std::optional<PackedCopy> saved;
+  if (md != user_md_ && !layout.empty()) saved = adopt_offered_pack(data_, layout, md.get_size());
   if (md == user_md_) {
     packed = std::make_shared<const dnnl::memory>(user);  // already the wanted layout: no copy
+  } else if (saved) {  // a saved model's pack, mapped from its file
+    packed = std::make_shared<const dnnl::memory>(md, eng, const_cast<void*>(saved->data));
+    saved_owner = saved->owner;
+    populate(saved->data, saved->bytes);
+    page_out(data_, user_md_.get_size());
   } else {
     auto mem = std::make_shared<dnnl::memory>(md, eng);  // library-owned buffer
     dnnl::stream& s = thread_stream();
     dnnl::reorder(user, *mem).execute(s, user, *mem);
     s.wait();
     packed = mem;
+    if (!layout.empty()) record_pack(data_, layout, {mem->get_data_handle(), md.get_size(), packed});
     // The packed copy is what every call reads from now on: the original's pages (an mmapped weight
     // file's, mostly) go back, so that the weights are resident once (a later layout reads them again).
     page_out(data_, user_md_.get_size());
   }
-  packed_.push_back(Packed{md, packed});
+  packed_.push_back(Packed{md, packed, std::move(saved_owner)});
   weight_layouts_prepared.fetch_add(1, std::memory_order_relaxed);
   return packed;
 }

@@ -1,8 +1,11 @@
 #include "templates/gemm/cpu/gemm_kernel.h"
 
 #include <new>
+#include <optional>
+#include <string>
 
 #include "support/error.h"
+#include "support/packed_weights.h"
 #include "support/page_out.h"
 
 namespace kiln::templates::gemm {
@@ -40,9 +43,17 @@ void GemmKernel::set_constant_b(const float* B) {
   auto floats = reinterpret_cast<int64_t (*)()>(kernel_->entry("kiln_gemm_packed_b_floats"))();
   auto pack = reinterpret_cast<void (*)(const float*, float*)>(kernel_->entry("kiln_gemm_pack_b"));
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(floats, 16)) * sizeof(float);
-  float* buffer = static_cast<float*>(::operator new(bytes, std::align_val_t(64)));
-  packed_b_ = std::shared_ptr<float>(buffer, [](float* p) { ::operator delete(p, std::align_val_t(64)); });
-  pack(B, buffer);
+  // The layout is the kernel's: its key names its source, which holds the packing code.
+  const std::string layout = "template " + kernel_->key;
+  if (std::optional<PackedCopy> saved = adopt_offered_pack(B, layout, bytes)) {
+    packed_b_ = std::shared_ptr<float>(saved->owner, static_cast<float*>(const_cast<void*>(saved->data)));
+    populate(saved->data, saved->bytes);
+  } else {
+    float* buffer = static_cast<float*>(::operator new(bytes, std::align_val_t(64)));
+    packed_b_ = std::shared_ptr<float>(buffer, [](float* p) { ::operator delete(p, std::align_val_t(64)); });
+    pack(B, buffer);
+    record_pack(B, layout, {buffer, bytes, packed_b_});
+  }
   // Every run reads the packed copy: the original's pages (an mmapped weight file's, mostly) go back.
   const GemmProblem& p = spec_.problem;
   const int64_t matrices = p.batch_stride_b == 0 ? 1 : p.batch_stride_b == kDenseStride ? p.batch : 0;
