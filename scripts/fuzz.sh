@@ -2,6 +2,7 @@
 # Runs one libFuzzer target of kiln (fuzz/, docs/FUZZING.md) for a given time.
 #
 #   scripts/fuzz.sh TARGET SECONDS [JOBS]     TARGET: onnx_import npy tensor_pb ir_parser settings saved_model capi
+#                                             tuning_store
 #   scripts/fuzz.sh all SECONDS [JOBS]        every target in turn, SECONDS each
 #   scripts/fuzz.sh replay [TARGET]           no fuzzing: runs the seeds and every reproducer in
 #                                             tests/data/fuzz_regressions/TARGET/ once (a quick check)
@@ -19,7 +20,8 @@
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${KILN_FUZZ_DIR:-$root/build-fuzz}"
-all_targets=(fuzz_onnx_import fuzz_npy fuzz_tensor_pb fuzz_ir_parser fuzz_settings fuzz_saved_model fuzz_capi)
+all_targets=(fuzz_onnx_import fuzz_npy fuzz_tensor_pb fuzz_ir_parser fuzz_settings fuzz_saved_model fuzz_capi
+             fuzz_tuning_store)
 
 usage() {
   echo "usage: $0 TARGET|all SECONDS [JOBS] | replay [TARGET] | unit   (targets: ${all_targets[*]})" >&2
