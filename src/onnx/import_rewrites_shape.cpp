@@ -1,6 +1,7 @@
 // DepthToSpace and SpaceToDepth (modes DCR and CRD) read as Reshape, Transpose, Reshape, with the
 // shapes computed from the input's (folded to constants where its shape is static); OneHot as an Equal
-// of the indices against a Range of the classes, choosing between its two values.
+// of the indices against a Range of the classes, choosing between its two values; Scatter as
+// ScatterElements.
 #include <fmt/format.h>
 
 #include <optional>
@@ -117,12 +118,21 @@ void one_hot(OnnxGraphReader& b, NodeForm& n) {
   add(b, n, OpKind::Where, {hit, on, off}, "out", {}, n.outputs[0]);
 }
 
+// Scatter (opset 9, deprecated in 11) is ScatterElements without a reduction.
+void scatter(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  if (n.inputs.size() != 3) user_error("{}: takes data, indices and updates", n.desc());
+  add(b, n, OpKind::ScatterElements, {n.inputs[0], n.inputs[1], n.inputs[2]}, "out",
+      one_attr("axis", Attribute{n.int_attr("axis", 0)}), n.outputs[0]);
+}
+
 }  // namespace
 
 std::span<const RewriteRow> shape_rewrites() {
   static constexpr RewriteRow kRows[] = {
       {"DepthToSpace", depth_to_space},
       {"OneHot", one_hot},
+      {"Scatter", scatter},
       {"SpaceToDepth", space_to_depth},
   };
   return kRows;

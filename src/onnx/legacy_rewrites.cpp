@@ -33,6 +33,17 @@ void clip_attrs_to_inputs(OnnxGraphReader& b, NodeForm& n) {
   n.float_attr_to_input(b, "max", 2);
 }
 
+void topk_k_to_input(OnnxGraphReader& b, NodeForm& n) {
+  if (n.inputs.size() > 1) user_error("{}: takes one input (k is an attribute)", n.desc());
+  auto it = n.attrs.find("k");
+  if (it == n.attrs.end()) user_error("{}: attribute 'k' is required", n.desc());
+  const auto* k = std::get_if<int64_t>(&it->second.value);
+  if (!k) user_error("{}: attribute 'k' must be an integer", n.desc());
+  n.inputs.resize(2, kNoValue);
+  n.inputs[1] = b.constant_i64(fmt::format("{}_k", n.name), {*k});
+  n.attrs.erase(it);
+}
+
 void pad_attrs_to_inputs(OnnxGraphReader& b, NodeForm& n) {
   if (n.inputs.size() > 1) user_error("{}: takes one input (pads and value are attributes)", n.desc());
   if (!n.attrs.count("pads")) user_error("{}: attribute 'pads' is required", n.desc());

@@ -21,6 +21,7 @@ void register_gather_ops(OpRegistry& r);     // Gather, GatherElements
 void register_broadcast_ops(OpRegistry& r);  // Expand, Tile
 void register_pad_trilu_ops(OpRegistry& r);
 void register_generator_ops(OpRegistry& r);  // Shape, Size, Constant, ConstantOfShape, Range
+void register_scatter_scan_ops(OpRegistry& r);  // CumSum, TopK, ScatterElements, ScatterND
 
 // A user error that names the node (same wording as InferContext::fail), for kernels and helpers
 // shared between inference and kernels.

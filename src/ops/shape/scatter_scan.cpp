@@ -1,0 +1,325 @@
+// CumSum, TopK, ScatterElements and ScatterND. Every index is checked (negative ones wrapped) before
+// anything is written: an out-of-range index is a user error naming the node, never a write out of
+// bounds. Scatters apply their updates in index order, one after another, so duplicate indices
+// give what the ONNX reference gives (the last write wins; reductions combine in that order).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <type_traits>
+
+#include <fmt/ranges.h>
+
+#include "ops/shape/shape_ops.h"
+
+namespace kiln::shape_ops {
+namespace {
+
+int64_t product(const std::vector<int64_t>& d, size_t b, size_t e) {
+  int64_t p = 1;
+  for (size_t k = b; k < e; ++k) p *= d[k];
+  return p;
+}
+
+// Integer sums and products wrap (two's complement), as the ONNX reference's numpy arithmetic does;
+// signed overflow in C++ would be undefined.
+template <class T>
+T wrapping_add(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a + b);
+  }
+}
+template <class T>
+T wrapping_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else {
+    return static_cast<T>(a * b);
+  }
+}
+
+// ---- CumSum ------------------------------------------------------------------------------------------
+
+// The axis input: a scalar or one element, of an integer type.
+int64_t scan_axis(const Node& node, const Tensor& axis, int64_t rank) {
+  std::vector<int64_t> a = read_ints(node, axis, "axis");
+  if (a.size() != 1 || axis.rank() > 1) node_fail(node, "axis must hold one value, it has {}", a.size());
+  return normalize_axis(node, a[0], rank);
+}
+
+std::vector<TensorType> infer_cumsum(InferContext& ctx) {
+  const TensorType& x = ctx.in(0);
+  require_integer_input(ctx, 1, "axis");
+  if (x.dtype == DType::boolean || x.dtype == DType::i8 || x.dtype == DType::u8)
+    ctx.fail("CumSum of {} is not defined (float, double, int32 and int64 are)", dtype_name(x.dtype));
+  if (const Tensor* axis = ctx.value(1)) scan_axis(ctx.node(), *axis, std::max<int64_t>(1, x.rank()));
+  if (x.rank() == 0) ctx.fail("CumSum of a scalar");
+  return {x};
+}
+
+void kernel_cumsum(const Node& node, std::span<const Tensor* const> in, std::span<Tensor> out, const KernelContext&) {
+  const Tensor& x = *in[0];
+  const int64_t axis = scan_axis(node, *in[1], x.rank());
+  const bool exclusive = node.attr_int("exclusive", 0) != 0, reverse = node.attr_int("reverse", 0) != 0;
+  const std::vector<int64_t>& d = x.shape();
+  const int64_t n = d[size_t(axis)], inner = product(d, size_t(axis) + 1, d.size());
+  const int64_t outer = product(d, 0, size_t(axis));
+  if (x.numel() == 0) return;
+  dispatch_numeric(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* src = x.data<T>();
+    T* dst = out[0].data<T>();
+    parallel_for(outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n)), [&](int64_t b, int64_t e) {
+      for (int64_t line = b; line < e; ++line) {
+        const int64_t base = (line / inner) * n * inner + line % inner;
+        T sum = T(0);
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t at = base + (reverse ? n - 1 - j : j) * inner;
+          if (exclusive) {
+            dst[at] = sum;
+            sum = wrapping_add(sum, src[at]);
+          } else {
+            sum = wrapping_add(sum, src[at]);
+            dst[at] = sum;
+          }
+        }
+      }
+    });
+  });
+}
+
+// ---- TopK --------------------------------------------------------------------------------------------
+
+int64_t topk_k(const Node& node, const Tensor& k_input, int64_t dim) {
+  std::vector<int64_t> k = read_ints(node, k_input, "K");
+  if (k.size() != 1) node_fail(node, "K must hold one value, it has {}", k.size());
+  if (k[0] < 0 || k[0] > dim) node_fail(node, "K is {}, the axis has {} elements", k[0], dim);
+  return k[0];
+}
+
+std::vector<TensorType> infer_topk(InferContext& ctx) {
+  const TensorType& x = ctx.in(0);
+  require_integer_input(ctx, 1, "K");
+  if (x.rank() == 0) ctx.fail("TopK of a scalar");
+  if (x.dtype == DType::boolean) ctx.fail("TopK of bool is not defined");
+  const size_t axis = static_cast<size_t>(normalize_axis(ctx, ctx.node().attr_int("axis", -1), x.rank()));
+  Shape shape = x.shape;
+  if (const Tensor* k = ctx.value(1); k && x.shape[axis].is_static())
+    shape[axis] = Dim::fixed(topk_k(ctx.node(), *k, x.shape[axis].value));
+  else
+    shape[axis] = ctx.fresh_dim();
+  return {TensorType{x.dtype, shape}, TensorType{DType::i64, shape}};
+}
+
+// Largest first (or smallest first); NaN counts as larger than every number (as torch.topk has it);
+// equal values keep their order, the lower index first.
+template <class T>
+bool before(T a, T b, bool largest) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return largest ? !std::isnan(b) : !std::isnan(a);
+  }
+  return largest ? a > b : a < b;
+}
+
+void kernel_topk(const Node& node, std::span<const Tensor* const> in, std::span<Tensor> out, const KernelContext&) {
+  const Tensor& x = *in[0];
+  const int64_t axis = normalize_axis(node, node.attr_int("axis", -1), x.rank());
+  const bool largest = node.attr_int("largest", 1) != 0;  // sorted=0 may give any order: sorted it is
+  const std::vector<int64_t>& d = x.shape();
+  const int64_t n = d[size_t(axis)], inner = product(d, size_t(axis) + 1, d.size()), outer = product(d, 0, size_t(axis));
+  const int64_t k = topk_k(node, *in[1], n);
+  if (out[0].numel() == 0) return;
+  dispatch_numeric(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* src = x.data<T>();
+    T* values = out[0].data<T>();
+    int64_t* indices = out[1].data<int64_t>();
+    parallel_for(outer * inner, 1, [&](int64_t b, int64_t e) {
+      std::vector<int64_t> order(static_cast<size_t>(n));
+      for (int64_t line = b; line < e; ++line) {
+        const int64_t o = line / inner, i = line % inner;
+        const T* row = src + o * n * inner + i;
+        std::iota(order.begin(), order.end(), int64_t{0});
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t p, int64_t q) { return before(row[p * inner], row[q * inner], largest); });
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t at = (o * k + j) * inner + i;
+          values[at] = row[order[size_t(j)] * inner];
+          indices[at] = order[size_t(j)];
+        }
+      }
+    });
+  });
+}
+
+// ---- ScatterElements, ScatterND ----------------------------------------------------------------------
+
+enum class Reduction { none, add, mul, max, min };
+
+Reduction reduction_of(const Node& node) {
+  const std::string r = node.attr_string("reduction", "none");
+  if (r == "none") return Reduction::none;
+  if (r == "add") return Reduction::add;
+  if (r == "mul") return Reduction::mul;
+  if (r == "max") return Reduction::max;
+  if (r == "min") return Reduction::min;
+  node_fail(node, "reduction '{}' is not none, add, mul, max or min", r);
+}
+
+template <class T>
+void combine(T& dst, T v, Reduction r) {
+  switch (r) {
+    case Reduction::none: dst = v; break;
+    case Reduction::add: dst = wrapping_add(dst, v); break;
+    case Reduction::mul: dst = wrapping_mul(dst, v); break;
+    case Reduction::max: dst = std::isnan(double(v)) || v > dst ? v : dst; break;
+    case Reduction::min: dst = std::isnan(double(v)) || v < dst ? v : dst; break;
+  }
+}
+
+// Calls f(T{}) for the scatter's data type (bool only without a reduction).
+template <class F>
+void dispatch_scatter(const Node& node, DType t, Reduction r, F&& f) {
+  if (t == DType::boolean) {
+    if (r != Reduction::none) node_fail(node, "a reduction over bool is not defined");
+    f(bool{});
+    return;
+  }
+  dispatch_numeric(t, f);
+}
+
+std::vector<TensorType> infer_scatter_elements(InferContext& ctx) {
+  const TensorType& data = ctx.in(0);
+  const TensorType& indices = ctx.in(1);
+  const TensorType& updates = ctx.in(2);
+  require_integer_input(ctx, 1, "indices");
+  reduction_of(ctx.node());
+  if (updates.dtype != data.dtype) ctx.fail("updates are {}, data is {}", dtype_name(updates.dtype), dtype_name(data.dtype));
+  if (data.rank() == 0) ctx.fail("cannot scatter into a scalar");
+  if (indices.rank() != data.rank() || updates.rank() != data.rank())
+    ctx.fail("indices {} and updates {} must have the rank of data {}", shape_string(indices.shape),
+             shape_string(updates.shape), shape_string(data.shape));
+  normalize_axis(ctx, ctx.node().attr_int("axis", 0), data.rank());
+  return {data};
+}
+
+void kernel_scatter_elements(const Node& node, std::span<const Tensor* const> in, std::span<Tensor> out,
+                             const KernelContext&) {
+  const Tensor &data = *in[0], &indices = *in[1], &updates = *in[2];
+  const Reduction r = reduction_of(node);
+  const size_t rank = static_cast<size_t>(data.rank());
+  const size_t axis = static_cast<size_t>(normalize_axis(node, node.attr_int("axis", 0), data.rank()));
+  if (indices.shape() != updates.shape())
+    node_fail(node, "indices {} and updates {} differ in shape", indices.shape_string(), updates.shape_string());
+  for (size_t k = 0; k < rank; ++k)
+    if (k != axis && indices.shape()[k] > data.shape()[k])
+      node_fail(node, "indices {} exceed data {} on axis {}", indices.shape_string(), data.shape_string(), k);
+  const int64_t dim = data.dim(static_cast<int>(axis));
+  std::vector<int64_t> idx = read_ints(node, indices, "indices");
+  for (int64_t& v : idx) {
+    if (v < -dim || v >= dim) node_fail(node, "index {} is out of range for axis {} of size {}", v, axis, dim);
+    if (v < 0) v += dim;
+  }
+  std::memcpy(out[0].raw(), data.raw(), data.nbytes());
+  const std::vector<int64_t> strides = contiguous_strides(data.shape());
+  const std::vector<int64_t>& shape = indices.shape();
+  dispatch_scatter(node, data.dtype(), r, [&](auto t) {
+    using T = decltype(t);
+    T* dst = out[0].data<T>();
+    const T* src = updates.data<T>();
+    std::vector<int64_t> index(rank, 0);
+    for (size_t i = 0; i < idx.size(); ++i) {
+      int64_t at = 0;
+      for (size_t k = 0; k < rank; ++k) at += (k == axis ? idx[i] : index[k]) * strides[k];
+      combine(dst[at], src[i], r);
+      for (size_t k = rank; k-- > 0;) {  // the odometer over indices' shape
+        if (++index[k] < shape[k]) break;
+        index[k] = 0;
+      }
+    }
+  });
+}
+
+std::vector<TensorType> infer_scatter_nd(InferContext& ctx) {
+  const TensorType& data = ctx.in(0);
+  const TensorType& indices = ctx.in(1);
+  const TensorType& updates = ctx.in(2);
+  require_integer_input(ctx, 1, "indices");
+  reduction_of(ctx.node());
+  if (updates.dtype != data.dtype) ctx.fail("updates are {}, data is {}", dtype_name(updates.dtype), dtype_name(data.dtype));
+  if (indices.rank() < 1) ctx.fail("indices must have rank 1 or more");
+  const Dim& k = indices.shape.back();
+  if (k.is_static() && (k.value < 1 || k.value > data.rank()))
+    ctx.fail("indices' last dim is {}, data has rank {}", k.value, data.rank());
+  if (k.is_static() && updates.rank() != indices.rank() - 1 + data.rank() - k.value)
+    ctx.fail("updates {} must have rank {} (indices {}, data {})", shape_string(updates.shape),
+             indices.rank() - 1 + data.rank() - k.value, shape_string(indices.shape), shape_string(data.shape));
+  return {data};
+}
+
+void kernel_scatter_nd(const Node& node, std::span<const Tensor* const> in, std::span<Tensor> out,
+                       const KernelContext&) {
+  const Tensor &data = *in[0], &indices = *in[1], &updates = *in[2];
+  const Reduction r = reduction_of(node);
+  const std::vector<int64_t>& ds = data.shape();
+  const std::vector<int64_t>& is = indices.shape();
+  const int64_t k = is.back();
+  if (k < 1 || k > data.rank()) node_fail(node, "indices' last dim is {}, data has rank {}", k, data.rank());
+  std::vector<int64_t> want(is.begin(), is.end() - 1);
+  want.insert(want.end(), ds.begin() + k, ds.end());
+  if (updates.shape() != want)
+    node_fail(node, "updates are {}, indices {} and data {} need {}", updates.shape_string(), indices.shape_string(),
+              data.shape_string(), fmt::format("[{}]", fmt::join(want, ",")));
+  const int64_t slice = product(ds, size_t(k), ds.size());
+  const std::vector<int64_t> strides = contiguous_strides(ds);
+  std::vector<int64_t> idx = read_ints(node, indices, "indices");
+  const int64_t tuples = static_cast<int64_t>(idx.size()) / k;
+  std::vector<int64_t> offsets(static_cast<size_t>(tuples));
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t at = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t v = idx[size_t(t * k + j)];
+      const int64_t dim = ds[size_t(j)];
+      if (v < -dim || v >= dim) node_fail(node, "index {} is out of range for axis {} of size {}", v, j, dim);
+      if (v < 0) v += dim;
+      at += v * strides[size_t(j)];
+    }
+    offsets[size_t(t)] = at;
+  }
+  std::memcpy(out[0].raw(), data.raw(), data.nbytes());
+  dispatch_scatter(node, data.dtype(), r, [&](auto t) {
+    using T = decltype(t);
+    T* dst = out[0].data<T>();
+    const T* src = updates.data<T>();
+    for (int64_t u = 0; u < tuples; ++u)
+      for (int64_t e = 0; e < slice; ++e) combine(dst[offsets[size_t(u)] + e], src[u * slice + e], r);
+  });
+}
+
+}  // namespace
+
+void register_scatter_scan_ops(OpRegistry& r) {
+  OpDef cumsum;
+  cumsum.infer = infer_cumsum;
+  cumsum.kernel = kernel_cumsum;
+  cumsum.min_inputs = cumsum.max_inputs = 2;
+  r.add(OpKind::CumSum, cumsum);
+  OpDef topk;
+  topk.infer = infer_topk;
+  topk.kernel = kernel_topk;
+  topk.min_inputs = topk.max_inputs = 2;
+  r.add(OpKind::TopK, topk);
+  OpDef scatter;
+  scatter.infer = infer_scatter_elements;
+  scatter.kernel = kernel_scatter_elements;
+  scatter.min_inputs = scatter.max_inputs = 3;
+  r.add(OpKind::ScatterElements, scatter);
+  scatter.infer = infer_scatter_nd;
+  scatter.kernel = kernel_scatter_nd;
+  r.add(OpKind::ScatterND, scatter);
+}
+
+}  // namespace kiln::shape_ops
