@@ -1,4 +1,4 @@
-// CumSum, TopK, ScatterElements, ScatterND: against plain fp64 loops on random inputs (NaN and +-Inf
+// CumSum, TopK, ScatterElements, ScatterND (and GatherND, Compress, NonZero, ReverseSequence, BitShift): against plain fp64 loops on random inputs (NaN and +-Inf
 // mixed in, size-1 dims), eager f32 and the fp64 reference path, and their errors.
 #include <algorithm>
 #include <climits>
@@ -171,6 +171,91 @@ TEST(ScatterND, SlicesElementsReductionsAndErrors) {
   EXPECT_THROW(run1(plain, {&data, &rows, &wrong_updates}), UserError);
   Tensor too_deep = i64({1, 3}, {0, 0, 0});
   EXPECT_THROW(run1(plain, {&data, &too_deep, &one}), UserError);
+}
+
+}  // namespace
+}  // namespace kiln::shape_test
+
+namespace kiln::shape_test {
+namespace {
+
+TEST(GatherND, SlicesBatchDimsNegativeIndicesAndBounds) {
+  Tensor data = iota(DType::f32, {2, 3, 2});
+  Node n = make_node(OpKind::GatherND, 2);
+  Tensor idx = i64({2, 2}, {1, -1, 0, 0});  // [1, 2, :] and [0, 0, :]
+  Tensor y = run1(n, {&data, &idx});
+  EXPECT_EQ(y.shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(values(y), (std::vector<double>{10, 11, 0, 1}));
+  set_attr(n, "batch_dims", int64_t{1});
+  Tensor per_batch = i64({2, 1, 2}, {2, 1, 0, 0});  // batch 0: [2, 1], batch 1: [0, 0]
+  Tensor z = run1(n, {&data, &per_batch});
+  EXPECT_EQ(z.shape(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(values(z), (std::vector<double>{5, 6}));
+  Node plain = make_node(OpKind::GatherND, 2);
+  Tensor oob = i64({1, 1}, {2});
+  EXPECT_THROW(run1(plain, {&data, &oob}), UserError);
+  Tensor too_deep = i64({1, 4}, {0, 0, 0, 0});
+  EXPECT_THROW(run1(plain, {&data, &too_deep}), UserError);
+}
+
+TEST(Compress, AxisFlattenedShortConditionAndErrors) {
+  Tensor x = f32({3, 2}, {1, 2, 3, 4, NAN, 6});
+  Tensor cond = Tensor::from_vector(DType::boolean, {2}, std::vector<double>{0, 1});
+  Node n = make_node(OpKind::Compress, 2);
+  set_attr(n, "axis", int64_t{0});
+  EXPECT_EQ(values(run1(n, {&x, &cond})), (std::vector<double>{3, 4}));  // row 2 not in the condition: dropped
+  Node flat = make_node(OpKind::Compress, 2);
+  Tensor every_other = Tensor::from_vector(DType::boolean, {6}, std::vector<double>{1, 0, 1, 0, 1, 0});
+  std::vector<double> got = values(run1(flat, {&x, &every_other}));
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0], 1);
+  EXPECT_EQ(got[1], 3);
+  EXPECT_TRUE(std::isnan(got[2]));
+  Tensor too_long = Tensor::from_vector(DType::boolean, {4}, std::vector<double>{1, 1, 1, 1});
+  EXPECT_THROW(run1(n, {&x, &too_long}), UserError);
+  Tensor not_bool = i64v({1, 0});
+  EXPECT_THROW(run1(n, {&x, &not_bool}), UserError);
+}
+
+TEST(NonZero, IndicesInRowMajorOrderAndAScalar) {
+  Tensor x = f32({2, 3}, {0, NAN, 0, -0.0, 2, 1});
+  std::vector<Tensor> out = run(make_node(OpKind::NonZero, 1), {&x});
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{2, 3}));  // NaN is nonzero, -0 is zero
+  EXPECT_EQ(ints(out[0]), (std::vector<int64_t>{0, 1, 1, 1, 1, 2}));
+  Tensor s = Tensor::scalar(DType::i32, int32_t{5});
+  EXPECT_EQ(run(make_node(OpKind::NonZero, 1), {&s})[0].shape(), (std::vector<int64_t>{1, 1}));
+}
+
+TEST(ReverseSequence, BothLayoutsAndLengthChecks) {
+  Tensor x = iota(DType::f32, {3, 2});  // time 3, batch 2 (time_axis 0)
+  Tensor lens = i64v({3, 1});
+  Node n = make_node(OpKind::ReverseSequence, 2);
+  EXPECT_EQ(values(run1(n, {&x, &lens})), (std::vector<double>{4, 1, 2, 3, 0, 5}));
+  Node b0 = make_node(OpKind::ReverseSequence, 2);
+  set_attr(b0, "batch_axis", int64_t{0});
+  set_attr(b0, "time_axis", int64_t{1});
+  Tensor lens3 = i64v({2, 0, 1});
+  EXPECT_EQ(values(run1(b0, {&x, &lens3})), (std::vector<double>{1, 0, 2, 3, 4, 5}));
+  Tensor too_long = i64v({4, 1});
+  EXPECT_THROW(run1(n, {&x, &too_long}), UserError);
+  Tensor wrong_count = i64v({1});
+  EXPECT_THROW(run1(n, {&x, &wrong_count}), UserError);
+}
+
+TEST(BitShift, WidthNegativeShiftsSignAndBroadcast) {
+  Node left = make_node(OpKind::BitShift, 2);
+  set_attr(left, "direction", std::string("LEFT"));
+  Node right = make_node(OpKind::BitShift, 2);
+  set_attr(right, "direction", std::string("RIGHT"));
+  Tensor x = Tensor::from_vector(DType::i32, {4}, std::vector<double>{-8, 1073741824, 5, -1});
+  Tensor y = Tensor::from_vector(DType::i32, {4}, std::vector<double>{1, 1, 32, -1});
+  EXPECT_EQ(ints(run1(left, {&x, &y})), (std::vector<int64_t>{-16, INT32_MIN, 0, 0}));
+  EXPECT_EQ(ints(run1(right, {&x, &y})), (std::vector<int64_t>{-4, 536870912, 0, -1}));
+  Tensor u = Tensor::from_vector(DType::u8, {2, 1}, std::vector<double>{255, 16});
+  Tensor s = Tensor::from_vector(DType::u8, {3}, std::vector<double>{1, 4, 8});
+  EXPECT_EQ(ints(run1(left, {&u, &s})), (std::vector<int64_t>{254, 240, 0, 32, 0, 0}));
+  Tensor f = f32({1}, {1});
+  EXPECT_THROW(run1(left, {&f, &f}), UserError);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ void register_shape_ops(OpRegistry& r) {
   shape_ops::register_pad_trilu_ops(r);
   shape_ops::register_generator_ops(r);
   shape_ops::register_scatter_scan_ops(r);
+  shape_ops::register_select_ops(r);
 }
 
 }  // namespace kiln

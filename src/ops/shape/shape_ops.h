@@ -22,6 +22,7 @@ void register_broadcast_ops(OpRegistry& r);  // Expand, Tile
 void register_pad_trilu_ops(OpRegistry& r);
 void register_generator_ops(OpRegistry& r);  // Shape, Size, Constant, ConstantOfShape, Range
 void register_scatter_scan_ops(OpRegistry& r);  // CumSum, TopK, ScatterElements, ScatterND
+void register_select_ops(OpRegistry& r);  // GatherND, Compress, NonZero, ReverseSequence, BitShift
 
 // A user error that names the node (same wording as InferContext::fail), for kernels and helpers
 // shared between inference and kernels.
