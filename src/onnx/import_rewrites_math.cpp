@@ -1,7 +1,8 @@
 // Activations and elementwise functions that kiln reads as their ONNX function bodies over kiln ops:
 // Swish, Gelu, Selu, Celu, ThresholdedRelu, Softsign, Shrink, Mish, Sign, PRelu, Round, the hyperbolic
 // and inverse hyperbolic functions and Tan; and Hardmax, LpNormalization, MeanVarianceNormalization,
-// GlobalMaxPool and EyeLike over ArgMax, Range and the Reduce ops.
+// GlobalMaxPool and EyeLike over ArgMax, Range and the Reduce ops; the Hann, Hamming and Blackman
+// windows over Range and Cos.
 #include <cmath>
 #include <fmt/format.h>
 
@@ -247,6 +248,28 @@ void eye_like(OnnxGraphReader& r, NodeForm& n) {
   }
 }
 
+// The generalised cosine windows, as onnx's function body computes them in f32: a0 - a1 cos(t) +
+// a2 cos(2 t), t = 2 pi n / N for n in [0, size), N = size (periodic) or size - 1 (symmetric).
+void cosine_window(OnnxGraphReader& r, NodeForm& n, float a0, float a1, float a2) {
+  Body f(r, n);
+  ValueId size = cast_to(r, n, f.x, DType::f32);
+  auto c = [&](float v) { return r.scalar_like(n.name + "_c", v, size); };
+  const bool periodic = n.int_attr("periodic", 1) != 0;
+  ValueId denominator = periodic ? size : f.op(OpKind::Sub, {size, c(1)});
+  ValueId increment = f.op(OpKind::Div, {c(6.2831854820251465f), denominator});
+  ValueId angle = f.op(OpKind::Mul, {f.op(OpKind::Range, {c(0), size, c(1)}), increment});
+  ValueId first = f.op(OpKind::Mul, {c(a1), f.op(OpKind::Cos, {angle})});
+  ValueId second = f.op(OpKind::Mul, {c(a2), f.op(OpKind::Cos, {f.op(OpKind::Mul, {angle, c(2)})})});
+  ValueId window = f.op(OpKind::Add, {f.op(OpKind::Sub, {c(a0), first}), second});
+  const int64_t code = n.int_attr("output_datatype", 1);
+  auto t = code > 0 && code < 64 ? dtype_from_onnx(static_cast<int>(code)) : std::nullopt;
+  if (!t) unsupported("{}: output_datatype {} is not a supported element type", n.desc(), code);
+  f.out(OpKind::Cast, {window}, one_attr("to", Attribute{std::string(dtype_name(*t))}));
+}
+void hann_window(OnnxGraphReader& r, NodeForm& n) { cosine_window(r, n, 0.5f, 0.5f, 0.f); }
+void hamming_window(OnnxGraphReader& r, NodeForm& n) { cosine_window(r, n, 25.f / 46.f, 21.f / 46.f, 0.f); }
+void blackman_window(OnnxGraphReader& r, NodeForm& n) { cosine_window(r, n, 0.42f, 0.5f, 0.08f); }
+
 // 1 where x is the first maximum along `axis`, else 0: Equal(iota along the axis, ArgMax).
 void hardmax(OnnxGraphReader& r, NodeForm& n) {
   Body f(r, n);
@@ -290,11 +313,14 @@ std::span<const RewriteRow> math_rewrites() {
       {"Acosh", acosh},
       {"Asinh", asinh},
       {"Atanh", atanh},
+      {"BlackmanWindow", blackman_window},
       {"Celu", celu},
       {"Cosh", cosh},
       {"EyeLike", eye_like},
       {"Gelu", gelu},
       {"GlobalMaxPool", global_max_pool},
+      {"HammingWindow", hamming_window},
+      {"HannWindow", hann_window},
       {"Hardmax", hardmax},
       {"LpNormalization", lp_normalization},
       {"LpPool", lp_pool},

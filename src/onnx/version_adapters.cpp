@@ -22,6 +22,9 @@ constexpr VersionStep kSteps[] = {
     // Elementwise unary
     {"Abs", 6, nullptr, "oldest read"}, {"Abs", 13, nullptr, "bf16"},
     {"Neg", 6, nullptr, "oldest read"}, {"Neg", 13, nullptr, "bf16"},
+    {"Asin", 7, nullptr, "oldest read"}, {"Asin", 22, nullptr, "bf16"},
+    {"Acos", 7, nullptr, "oldest read"}, {"Acos", 22, nullptr, "bf16"},
+    {"Atan", 7, nullptr, "oldest read"}, {"Atan", 22, nullptr, "bf16"},
     {"Sqrt", 6, nullptr, "oldest read"}, {"Sqrt", 13, nullptr, "bf16"},
     {"Reciprocal", 6, nullptr, "oldest read"}, {"Reciprocal", 13, nullptr, "bf16"},
     {"Exp", 6, nullptr, "oldest read"}, {"Exp", 13, nullptr, "bf16"},
@@ -177,6 +180,8 @@ constexpr VersionStep kSteps[] = {
     {"NonZero", 9, nullptr, "oldest read"}, {"NonZero", 13, nullptr, "bf16"},
     {"ReverseSequence", 10, nullptr, "the only version"},
     {"BitShift", 11, nullptr, "the only version"},
+    {"HannWindow", 17, nullptr, "the only version"}, {"HammingWindow", 17, nullptr, "the only version"},
+    {"BlackmanWindow", 17, nullptr, "the only version"},
     {"Scatter", 9, nullptr, "the only version (read as ScatterElements)"},
     {"ScatterElements", 11, nullptr, "oldest read"}, {"ScatterElements", 13, nullptr, "bf16"},
     {"ScatterElements", 16, nullptr, "reduction add and mul"}, {"ScatterElements", 18, nullptr, "reduction max and min"},

@@ -38,6 +38,14 @@ TEST(Unary, MathFunctions) {
   EXPECT_TRUE(same_values(unary_f32(OpKind::Ceil, {1.5, -1.5, -0.5, kInf, kNaN}), {2, -1, -0.0, kInf, kNaN}, true));
   EXPECT_TRUE(same_values(unary_f32(OpKind::Sin, {0, kInf, kNaN}), {0, kNaN, kNaN}));
   EXPECT_TRUE(same_values(unary_f32(OpKind::Cos, {0, -kInf, kNaN}), {1, kNaN, kNaN}));
+  // Outside [-1, 1] the inverse sine and cosine are NaN; atan reaches +-pi/2 at the infinities.
+  EXPECT_TRUE(same_values(unary_f32(OpKind::Asin, {0, 1.5, -kInf, kNaN}), {0, kNaN, kNaN, kNaN}));
+  EXPECT_TRUE(same_values(unary_f32(OpKind::Acos, {1, -1.5, kInf, kNaN}), {0, kNaN, kNaN, kNaN}));
+  auto at = unary_f32(OpKind::Atan, {kInf, -kInf, 1, kNaN});
+  EXPECT_NEAR(at[0], M_PI / 2, 1e-7);
+  EXPECT_NEAR(at[1], -M_PI / 2, 1e-7);
+  EXPECT_NEAR(at[2], M_PI / 4, 1e-7);
+  EXPECT_TRUE(std::isnan(at[3]));
   // Known values within f32 rounding.
   auto e = unary_f32(OpKind::Erf, {0.5, -1, 2});
   EXPECT_NEAR(e[0], 0.5204998778, 1e-7);

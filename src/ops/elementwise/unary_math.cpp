@@ -1,4 +1,4 @@
-// Abs Neg Sqrt Reciprocal Exp Log Erf Tanh Floor Ceil Sin Cos.
+// Abs Neg Sqrt Reciprocal Exp Log Erf Tanh Floor Ceil Sin Cos Asin Acos Atan.
 #include <cmath>
 
 #include "ops/elementwise/unary.h"
@@ -49,6 +49,9 @@ KILN_FLOAT_UNARY(FloorOp, std::floor(x))
 KILN_FLOAT_UNARY(CeilOp, std::ceil(x))
 KILN_FLOAT_UNARY(SinOp, std::sin(x))
 KILN_FLOAT_UNARY(CosOp, std::cos(x))
+KILN_FLOAT_UNARY(AsinOp, std::asin(x))
+KILN_FLOAT_UNARY(AcosOp, std::acos(x))
+KILN_FLOAT_UNARY(AtanOp, std::atan(x))
 #undef KILN_FLOAT_UNARY
 
 // Exp/Log/Erf/Tanh: eager f32 goes through the vectorised Sleef functions, everything else (f64 and
@@ -102,6 +105,9 @@ void register_unary_math_ops(OpRegistry& r) {
   add_unary<CeilOp, TypeClass::floating>(r, OpKind::Ceil);
   add_unary<SinOp, TypeClass::floating, kCostlyGrain>(r, OpKind::Sin);
   add_unary<CosOp, TypeClass::floating, kCostlyGrain>(r, OpKind::Cos);
+  add_unary<AsinOp, TypeClass::floating, kCostlyGrain>(r, OpKind::Asin);
+  add_unary<AcosOp, TypeClass::floating, kCostlyGrain>(r, OpKind::Acos);
+  add_unary<AtanOp, TypeClass::floating, kCostlyGrain>(r, OpKind::Atan);
   add_vector_unary<ExpOp, VecFn::exp>(r, OpKind::Exp);
   add_vector_unary<LogOp, VecFn::log>(r, OpKind::Log);
   add_vector_unary<ErfOp, VecFn::erf>(r, OpKind::Erf);
