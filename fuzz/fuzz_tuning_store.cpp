@@ -30,14 +30,18 @@ using namespace kiln;
 using namespace kiln::autotune;
 
 constexpr const char* kDevice = "fuzz-device";
+// The GEMM key the rows are written under, the store is read with and the tune asks for.
+constexpr const char* kOp = "MatMul(A[M,K],B[K,N])";
+constexpr const char* kShape = "M=8,N=8,K=8";
+constexpr const char* kLibraries = "fuzz 1";
 
 TuneRequest gemm_request(int& prepared) {
   TuneRequest r;
-  r.op_signature = "MatMul(A[M,K],B[K,N])";
-  r.shape_key = "M=8,N=8,K=8";
+  r.op_signature = kOp;
+  r.shape_key = kShape;
   r.dtype = "f32";
   r.device_key = kDevice;
-  r.library_versions = "fuzz 1";
+  r.library_versions = kLibraries;
   r.settings_key = "";
   for (const char* name : {"onednn", "template:a", "template:b"})
     r.choices.push_back(make_choice({name, [&prepared] { ++prepared; }, [] {}, [](std::string&) { return true; }}));
@@ -88,9 +92,8 @@ void write_rows(const fs::path& file, const std::vector<std::string>& fields) {
     sqlite3_stmt* s = nullptr;
     if (sqlite3_prepare_v2(db, row == 2 ? attempts : results, -1, &s, nullptr) != SQLITE_OK) break;
     const bool calibration = row == 1;
-    const char* key[] = {calibration ? "softmax_routing" : "MatMul(A[M,K],B[K,N])",
-                         calibration ? "thresholds by row width" : "M=8,N=8,K=8", "f32", kDevice,
-                         calibration ? "" : "fuzz 1", "", version.c_str()};
+    const char* key[] = {calibration ? "softmax_routing" : kOp, calibration ? "thresholds by row width" : kShape,
+                         "f32", kDevice, calibration ? "" : kLibraries, "", version.c_str()};
     for (int i = 0; i < 7; ++i) sqlite3_bind_text(s, i + 1, key[i], -1, SQLITE_TRANSIENT);
     for (int i = 0; i < 4; ++i) {
       const size_t f = static_cast<size_t>(row * 4 + i);
@@ -107,11 +110,11 @@ void read_everything(const fs::path& file) {
   {
     TuningStore store(file, quiet);
     TuningKey key;
-    key.op_signature = "MatMul(A[M,K],B[K,N])";
-    key.shape_key = "M=8,N=8,K=8";
+    key.op_signature = kOp;
+    key.shape_key = kShape;
     key.dtype = "f32";
     key.device_key = kDevice;
-    key.library_versions = "fuzz 1";
+    key.library_versions = kLibraries;
     if (auto r = store.lookup(key, 1)) (void)timings_from_json(r->timings_json);
     (void)store.attempts(key);
   }

@@ -5,8 +5,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#define XXH_INLINE_ALL  // header-only, as in codegen/cpu/content_hash.cpp (the writer's stream)
-#include <xxhash.h>
 
 #include <algorithm>
 #include <array>
@@ -27,6 +25,7 @@
 #include "runtime/saved_model_format.h"
 #include "support/checked_math.h"
 #include "support/error.h"
+#include "support/hash128.h"
 #include "support/page_out.h"
 #include "support/stage_timer.h"
 
@@ -205,12 +204,11 @@ void write_saved_model(const std::string& path, const Graph& imported, Mode mode
   {
     std::ofstream out(staged, std::ios::binary | std::ios::trunc);
     if (!out) user_error("cannot write {}", staged);
-    XXH3_state_t* state = XXH3_createState();
-    XXH3_128bits_reset(state);
+    Xxh3Stream sum;  // the checksum the load verifies (saved_model_format.cpp)
     uint64_t at = 0;  // bytes of the section area written
     auto put = [&](std::string_view bytes) {
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      XXH3_128bits_update(state, bytes.data(), bytes.size());
+      sum.update(bytes.data(), bytes.size());
     };
     put(prefix);
     for (const auto& [offset, piece] : pieces) {
@@ -218,9 +216,8 @@ void write_saved_model(const std::string& path, const Graph& imported, Mode mode
       put(piece);
       at = offset + piece.size();
     }
-    XXH128_hash_t sum = XXH3_128bits_digest(state);
-    XXH3_freeState(state);
-    const std::string trailer = saved_model_trailer(sum.high64, sum.low64);
+    const Hash128 digest = sum.digest();
+    const std::string trailer = saved_model_trailer(digest.high, digest.low);
     out.write(trailer.data(), static_cast<std::streamsize>(trailer.size()));
     out.close();
     if (!out) user_error("cannot write {} (disk full?)", staged);

@@ -4,18 +4,14 @@
 #include "ops/shape/shape_ops.h"
 
 namespace kiln::shape_ops {
-namespace {
 
-// The indices as int64, wrapped into [0, dim); out of range is a user error.
 std::vector<int64_t> checked_indices(const Node& node, const Tensor& indices, int64_t dim, int64_t axis) {
   std::vector<int64_t> idx = read_ints(node, indices, "indices");
-  for (int64_t& v : idx) {
-    if (v < -dim || v >= dim)
-      node_fail(node, "index {} is out of range for axis {} of size {}", v, axis, dim);
-    if (v < 0) v += dim;
-  }
+  for (int64_t& v : idx) v = wrapped_index(node, v, dim, axis);
   return idx;
 }
+
+namespace {
 
 std::vector<TensorType> infer_gather(InferContext& ctx) {
   const TensorType& data = ctx.in(0);

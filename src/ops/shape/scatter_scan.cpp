@@ -9,37 +9,11 @@
 
 #include <fmt/ranges.h>
 
+#include "ops/elementwise/elementwise.h"  // wrap_add, wrap_mul: integers wrap as in numpy
 #include "ops/shape/shape_ops.h"
 
 namespace kiln::shape_ops {
 namespace {
-
-int64_t product(const std::vector<int64_t>& d, size_t b, size_t e) {
-  int64_t p = 1;
-  for (size_t k = b; k < e; ++k) p *= d[k];
-  return p;
-}
-
-// Integer sums and products wrap (two's complement), as the ONNX reference's numpy arithmetic does;
-// signed overflow in C++ would be undefined.
-template <class T>
-T wrapping_add(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-  } else {
-    return static_cast<T>(a + b);
-  }
-}
-template <class T>
-T wrapping_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-  } else {
-    return static_cast<T>(a * b);
-  }
-}
 
 // ---- CumSum ------------------------------------------------------------------------------------------
 
@@ -65,8 +39,8 @@ void kernel_cumsum(const Node& node, std::span<const Tensor* const> in, std::spa
   const int64_t axis = scan_axis(node, *in[1], x.rank());
   const bool exclusive = node.attr_int("exclusive", 0) != 0, reverse = node.attr_int("reverse", 0) != 0;
   const std::vector<int64_t>& d = x.shape();
-  const int64_t n = d[size_t(axis)], inner = product(d, size_t(axis) + 1, d.size());
-  const int64_t outer = product(d, 0, size_t(axis));
+  const int64_t n = d[size_t(axis)], inner = dims_product(d, size_t(axis) + 1, d.size());
+  const int64_t outer = dims_product(d, 0, size_t(axis));
   if (x.numel() == 0) return;
   dispatch_numeric(x.dtype(), [&](auto t) {
     using T = decltype(t);
@@ -80,9 +54,9 @@ void kernel_cumsum(const Node& node, std::span<const Tensor* const> in, std::spa
           const int64_t at = base + (reverse ? n - 1 - j : j) * inner;
           if (exclusive) {
             dst[at] = sum;
-            sum = wrapping_add(sum, src[at]);
+            sum = elementwise::wrap_add(sum, src[at]);
           } else {
-            sum = wrapping_add(sum, src[at]);
+            sum = elementwise::wrap_add(sum, src[at]);
             dst[at] = sum;
           }
         }
@@ -129,7 +103,7 @@ void kernel_topk(const Node& node, std::span<const Tensor* const> in, std::span<
   const int64_t axis = normalize_axis(node, node.attr_int("axis", -1), x.rank());
   const bool largest = node.attr_int("largest", 1) != 0;  // sorted=0 may give any order: sorted it is
   const std::vector<int64_t>& d = x.shape();
-  const int64_t n = d[size_t(axis)], inner = product(d, size_t(axis) + 1, d.size()), outer = product(d, 0, size_t(axis));
+  const int64_t n = d[size_t(axis)], inner = dims_product(d, size_t(axis) + 1, d.size()), outer = dims_product(d, 0, size_t(axis));
   const int64_t k = topk_k(node, *in[1], n);
   if (out[0].numel() == 0) return;
   dispatch_numeric(x.dtype(), [&](auto t) {
@@ -173,8 +147,8 @@ template <class T>
 void combine(T& dst, T v, Reduction r) {
   switch (r) {
     case Reduction::none: dst = v; break;
-    case Reduction::add: dst = wrapping_add(dst, v); break;
-    case Reduction::mul: dst = wrapping_mul(dst, v); break;
+    case Reduction::add: dst = elementwise::wrap_add(dst, v); break;
+    case Reduction::mul: dst = elementwise::wrap_mul(dst, v); break;
     case Reduction::max: dst = std::isnan(double(v)) || v > dst ? v : dst; break;
     case Reduction::min: dst = std::isnan(double(v)) || v < dst ? v : dst; break;
   }
@@ -191,13 +165,19 @@ void dispatch_scatter(const Node& node, DType t, Reduction r, F&& f) {
   dispatch_numeric(t, f);
 }
 
+// What both scatters check first: integer indices, a known reduction, updates of data's type.
+void check_scatter_inputs(InferContext& ctx) {
+  require_integer_input(ctx, 1, "indices");
+  reduction_of(ctx.node());
+  if (ctx.in(2).dtype != ctx.in(0).dtype)
+    ctx.fail("updates are {}, data is {}", dtype_name(ctx.in(2).dtype), dtype_name(ctx.in(0).dtype));
+}
+
 std::vector<TensorType> infer_scatter_elements(InferContext& ctx) {
+  check_scatter_inputs(ctx);
   const TensorType& data = ctx.in(0);
   const TensorType& indices = ctx.in(1);
   const TensorType& updates = ctx.in(2);
-  require_integer_input(ctx, 1, "indices");
-  reduction_of(ctx.node());
-  if (updates.dtype != data.dtype) ctx.fail("updates are {}, data is {}", dtype_name(updates.dtype), dtype_name(data.dtype));
   if (data.rank() == 0) ctx.fail("cannot scatter into a scalar");
   if (indices.rank() != data.rank() || updates.rank() != data.rank())
     ctx.fail("indices {} and updates {} must have the rank of data {}", shape_string(indices.shape),
@@ -217,12 +197,7 @@ void kernel_scatter_elements(const Node& node, std::span<const Tensor* const> in
   for (size_t k = 0; k < rank; ++k)
     if (k != axis && indices.shape()[k] > data.shape()[k])
       node_fail(node, "indices {} exceed data {} on axis {}", indices.shape_string(), data.shape_string(), k);
-  const int64_t dim = data.dim(static_cast<int>(axis));
-  std::vector<int64_t> idx = read_ints(node, indices, "indices");
-  for (int64_t& v : idx) {
-    if (v < -dim || v >= dim) node_fail(node, "index {} is out of range for axis {} of size {}", v, axis, dim);
-    if (v < 0) v += dim;
-  }
+  std::vector<int64_t> idx = checked_indices(node, indices, data.dim(static_cast<int>(axis)), int64_t(axis));
   std::memcpy(out[0].raw(), data.raw(), data.nbytes());
   const std::vector<int64_t> strides = contiguous_strides(data.shape());
   const std::vector<int64_t>& shape = indices.shape();
@@ -244,12 +219,10 @@ void kernel_scatter_elements(const Node& node, std::span<const Tensor* const> in
 }
 
 std::vector<TensorType> infer_scatter_nd(InferContext& ctx) {
+  check_scatter_inputs(ctx);
   const TensorType& data = ctx.in(0);
   const TensorType& indices = ctx.in(1);
   const TensorType& updates = ctx.in(2);
-  require_integer_input(ctx, 1, "indices");
-  reduction_of(ctx.node());
-  if (updates.dtype != data.dtype) ctx.fail("updates are {}, data is {}", dtype_name(updates.dtype), dtype_name(data.dtype));
   if (indices.rank() < 1) ctx.fail("indices must have rank 1 or more");
   const Dim& k = indices.shape.back();
   if (k.is_static() && (k.value < 1 || k.value > data.rank()))
@@ -273,7 +246,7 @@ void kernel_scatter_nd(const Node& node, std::span<const Tensor* const> in, std:
   if (updates.shape() != want)
     node_fail(node, "updates are {}, indices {} and data {} need {}", updates.shape_string(), indices.shape_string(),
               data.shape_string(), fmt::format("[{}]", fmt::join(want, ",")));
-  const int64_t slice = product(ds, size_t(k), ds.size());
+  const int64_t slice = dims_product(ds, size_t(k), ds.size());
   const std::vector<int64_t> strides = contiguous_strides(ds);
   std::vector<int64_t> idx = read_ints(node, indices, "indices");
   const int64_t tuples = static_cast<int64_t>(idx.size()) / k;
@@ -281,11 +254,7 @@ void kernel_scatter_nd(const Node& node, std::span<const Tensor* const> in, std:
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t at = 0;
     for (int64_t j = 0; j < k; ++j) {
-      int64_t v = idx[size_t(t * k + j)];
-      const int64_t dim = ds[size_t(j)];
-      if (v < -dim || v >= dim) node_fail(node, "index {} is out of range for axis {} of size {}", v, j, dim);
-      if (v < 0) v += dim;
-      at += v * strides[size_t(j)];
+      at += wrapped_index(node, idx[size_t(t * k + j)], ds[size_t(j)], j) * strides[size_t(j)];
     }
     offsets[size_t(t)] = at;
   }

@@ -11,12 +11,6 @@
 namespace kiln::shape_ops {
 namespace {
 
-int64_t product(const std::vector<int64_t>& d, size_t b, size_t e) {
-  int64_t p = 1;
-  for (size_t k = b; k < e; ++k) p *= d[k];
-  return p;
-}
-
 // ---- GatherND ----------------------------------------------------------------------------------------
 
 std::vector<TensorType> infer_gather_nd(InferContext& ctx) {
@@ -44,20 +38,15 @@ void kernel_gather_nd(const Node& node, std::span<const Tensor* const> in, std::
   const size_t b = static_cast<size_t>(node.attr_int("batch_dims", 0)), k = static_cast<size_t>(is.back());
   for (size_t i = 0; i < b; ++i)
     if (ds[i] != is[i]) node_fail(node, "batch dim {} is {} in data and {} in indices", i, ds[i], is[i]);
-  const int64_t batches = product(ds, 0, b), slice = product(ds, b + k, ds.size());
-  const int64_t per_batch = product(is, b, is.size() - 1), batch_stride = product(ds, b, ds.size());
+  const int64_t batches = dims_product(ds, 0, b), slice = dims_product(ds, b + k, ds.size());
+  const int64_t per_batch = dims_product(is, b, is.size() - 1), batch_stride = dims_product(ds, b, ds.size());
   const std::vector<int64_t> strides = contiguous_strides(ds);
   std::vector<int64_t> idx = read_ints(node, indices, "indices");
   std::vector<int64_t> offsets(static_cast<size_t>(batches * per_batch));
   for (size_t t = 0; t < offsets.size(); ++t) {
     int64_t at = static_cast<int64_t>(t) / std::max<int64_t>(1, per_batch) * batch_stride;
-    for (size_t j = 0; j < k; ++j) {
-      int64_t v = idx[t * k + j];
-      const int64_t dim = ds[b + j];
-      if (v < -dim || v >= dim) node_fail(node, "index {} is out of range for axis {} of size {}", v, b + j, dim);
-      if (v < 0) v += dim;
-      at += v * strides[b + j];
-    }
+    for (size_t j = 0; j < k; ++j)
+      at += wrapped_index(node, idx[t * k + j], ds[b + j], int64_t(b + j)) * strides[b + j];
     offsets[t] = at;
   }
   const size_t esize = dtype_size(data.dtype());
@@ -113,7 +102,7 @@ void kernel_compress(const Node& node, std::span<const Tensor* const> in, std::s
   const size_t axis = has_axis ? static_cast<size_t>(normalize_axis(node, node.attr_int("axis", 0), x.rank())) : 0;
   const int64_t length = has_axis ? d[axis] : x.numel();
   kept(node, *in[1], length);
-  const int64_t outer = has_axis ? product(d, 0, axis) : 1, inner = has_axis ? product(d, axis + 1, d.size()) : 1;
+  const int64_t outer = has_axis ? dims_product(d, 0, axis) : 1, inner = has_axis ? dims_product(d, axis + 1, d.size()) : 1;
   const size_t esize = dtype_size(x.dtype()), row = size_t(inner) * esize;
   const char* src = static_cast<const char*>(x.raw());
   char* dst = static_cast<char*>(out[0].raw());
@@ -183,7 +172,7 @@ void kernel_reverse_sequence(const Node& node, std::span<const Tensor* const> in
     node_fail(node, "sequence_lens has {} values for a batch of {}", lens.size(), batches);
   for (int64_t l : lens)
     if (l < 0 || l > steps) node_fail(node, "sequence length {} is outside [0, {}]", l, steps);
-  const size_t esize = dtype_size(x.dtype()), row = size_t(product(d, 2, d.size())) * esize;
+  const size_t esize = dtype_size(x.dtype()), row = size_t(dims_product(d, 2, d.size())) * esize;
   const char* src = static_cast<const char*>(x.raw());
   char* dst = static_cast<char*>(out[0].raw());
   for (int64_t b = 0; b < batches; ++b)

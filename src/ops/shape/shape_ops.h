@@ -46,6 +46,15 @@ decltype(auto) dispatch_bytes(size_t esize, F&& f) {
   }
 }
 
+// The product of d[b, e).
+int64_t dims_product(const std::vector<int64_t>& d, size_t b, size_t e);
+// Index `v` into an axis of size `dim`, a negative one counting from the end; out of range is a user
+// error naming the node and the axis.
+int64_t wrapped_index(const Node& node, int64_t v, int64_t dim, int64_t axis);
+
+// The indices as int64, each wrapped into [0, dim) (wrapped_index).
+std::vector<int64_t> checked_indices(const Node& node, const Tensor& indices, int64_t dim, int64_t axis);
+
 // The elements of a shape-like / index-like input (integer dtypes only; anything else is a user error).
 std::vector<int64_t> read_ints(const Node& node, const Tensor& t, std::string_view what);
 // Checks that input `i` has an integer dtype (inference side).

@@ -7,6 +7,17 @@ namespace kiln::shape_ops {
 
 std::string node_what(const Node& node) { return fmt::format("node '{}' ({})", node.name, op_name(node.op)); }
 
+int64_t dims_product(const std::vector<int64_t>& d, size_t b, size_t e) {
+  int64_t p = 1;
+  for (size_t k = b; k < e; ++k) p *= d[k];
+  return p;
+}
+
+int64_t wrapped_index(const Node& node, int64_t v, int64_t dim, int64_t axis) {
+  if (v < -dim || v >= dim) node_fail(node, "index {} is out of range for axis {} of size {}", v, axis, dim);
+  return v < 0 ? v + dim : v;
+}
+
 std::vector<int64_t> read_ints(const Node& node, const Tensor& t, std::string_view what) {
   if (!is_integer(t.dtype())) node_fail(node, "{} must be an integer tensor, got {}", what, dtype_name(t.dtype()));
   return t.to_int64_vector();
