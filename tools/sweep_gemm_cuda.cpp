@@ -2,7 +2,8 @@
 // and with bias + GELU (erf), timed in CUDA-graph replay (the launch overhead a model's replayed graph
 // pays, which decides at M = 128):
 //   template:<config>          kiln's tensor-core template (backend/cuda/cuda_gemm_template.h), every
-//                              default config, the epilogue fused into its store;
+//                              default config (and on sm_90a every wgmma config, "wg..."), the epilogue
+//                              fused into its store;
 //   cublaslt                   cuBLASLt bare, the fastest of its heuristic's algorithms;
 //   cublaslt+bias              cuBLASLt with its bias epilogue (no GELU: cuBLASLt's is the tanh form);
 //   cublaslt+bias+gelu_pass    that, then the erf GELU as a separate kernel (what kiln runs today);
@@ -194,7 +195,10 @@ int sweep_gemm_cuda(const CudaGemmSweepArgs& args, const Options& options) {
   const GemmTemplateEpilogue bare{}, fused{true, GemmActivation::gelu};
   // Every template kernel, compiled in one parallel batch.
   std::vector<GemmTemplateSpec> specs;
-  for (const GemmTemplateConfig& c : default_gemm_template_configs())
+  std::vector<GemmTemplateConfig> configs = default_gemm_template_configs();
+  if (compile_arch(rt.info()) == "sm_90a")
+    for (const GemmTemplateConfig& c : hopper_gemm_template_configs()) configs.push_back(c);
+  for (const GemmTemplateConfig& c : configs)
     for (const GemmTemplateEpilogue& e : {bare, fused}) specs.push_back({DType::bf16, true, e, c});
   std::vector<CudaUnit> units;
   for (const GemmTemplateSpec& s : specs) units.push_back(gemm_template_unit(s));
@@ -238,6 +242,7 @@ int sweep_gemm_cuda(const CudaGemmSweepArgs& args, const Options& options) {
         x.a = device_ptr(w.a), x.b = device_ptr(w.b), x.c = device_ptr(w.c), x.bias = device_ptr(w.bias_f32);
         x.workspace = device_ptr(ws), x.workspace_bytes = ws.nbytes();
         x.m = s.m, x.n = s.n, x.k = s.k, x.lda = s.k, x.ldb = s.k, x.ldc = s.n;
+        if (!kernel->accepts(x)) continue;  // wgmma: rows the TMA cannot read
         if (fused_gelu == epilogue)
           candidates.push_back({"template:" + config, epilogue ? Expect::bias_gelu : Expect::bare,
                                 [&rt, kernel, x] { kernel->launch(rt.cuda_stream(), x); }});

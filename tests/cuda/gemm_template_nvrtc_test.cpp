@@ -55,6 +55,8 @@ void compile_all(const std::vector<Case>& cases) {
         for (std::string line; std::getline(log, line);) {
           if (line.empty()) continue;
           if (line.rfind("ptxas", 0) != 0) problem += "log: " + line + "\n";
+          // ptxas's performance notes (C7508 setmaxnreg ignored, C7517 / C7518 wgmma waited on or serialised).
+          if (line.find("(C75") != std::string::npos) problem += "ptxas: " + line + "\n";
           std::smatch mm;
           if (std::regex_search(line, mm, std::regex("([0-9]+) bytes spill (stores|loads)")) && mm[1] != "0")
             problem += "spills: " + line + "\n";
@@ -101,6 +103,48 @@ TEST_F(GemmTemplateNvrtc, EveryEpilogueCompiles) {
       for (DType t : {DType::bf16, DType::f16})
         for (bool trans_b : {false, true}) cases.push_back({{t, trans_b, e, config}, "sm_90a"});
   compile_all(cases);
+}
+
+// The Hopper kernel: every config with every epilogue form, bf16 and f16, for sm_90a; ptxas must take
+// setmaxnreg (no C7508 warning) and keep the wgmma chain asynchronous (no serialization warning), which
+// compile_all sees as log lines that are not ptxas's report.
+TEST_F(GemmTemplateNvrtc, EveryHopperConfigCompilesForSm90a) {
+  std::vector<Case> cases;
+  for (const GemmTemplateConfig& config : hopper_gemm_template_configs())
+    for (DType t : {DType::bf16, DType::f16}) cases.push_back({{t, true, kBiasGeluResidual, config}, "sm_90a"});
+  const GemmTemplateConfig plain = hopper_gemm_template_configs().front(), split = hopper_gemm_template_configs().back();
+  ASSERT_GT(split.split_k, 1);
+  for (const GemmTemplateConfig& config : {plain, split})
+    for (const GemmTemplateEpilogue& e : {kBare, kBias, kBiasGelu, kBiasRelu})
+      cases.push_back({{DType::bf16, true, e, config}, "sm_90a"});
+  compile_all(cases);
+}
+
+TEST(GemmTemplateSource, TheHopperKernelSaysWhatItsConfigSays) {
+  for (const GemmTemplateConfig& c : hopper_gemm_template_configs()) {
+    const GemmTemplateSpec spec{DType::bf16, true, kBiasGelu, c};
+    const std::string code = gemm_template_source("k", spec);
+    auto has = [&](const std::string& s) { return code.find(s) != std::string::npos; };
+    EXPECT_TRUE(has(fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.bf16.bf16", c.bn))) << gemm_config_name(c);
+    EXPECT_TRUE(has(fmt::format("#define THREADS {}\n", 128 * (1 + c.bm / 64))));
+    EXPECT_TRUE(has("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"));
+    EXPECT_TRUE(has(fmt::format("#define BM {}\n#define BN {}\n#define BK 64\n", c.bm, c.bn)));
+    EXPECT_TRUE(has(fmt::format("#define SPLIT_K {}\n", c.split_k)));
+    EXPECT_LE(gemm_template_shared_bytes(spec), size_t{227} * 1024) << "past the H200's shared memory";
+  }
+  const GemmTemplateConfig big{128, 256, 64, 0, 0, 4, 1, 8, GemmFamily::wgmma, true};
+  EXPECT_EQ(gemm_config_name(big), "wg128x256x64_s4_g8_p");
+  // Four stages of a 128 x 64 A box and a 256 x 64 B box, 1 KB of alignment slack, eight mbarriers.
+  EXPECT_EQ(gemm_template_shared_bytes({DType::bf16, true, kBare, big}), size_t{4} * 384 * 128 + 1024 + 64);
+  auto source = [](GemmTemplateConfig c, bool trans_b = true) {
+    return gemm_template_source("k", GemmTemplateSpec{DType::bf16, trans_b, {}, c});
+  };
+  EXPECT_THROW(source(big, false), InternalError) << "B as [K,N]";
+  EXPECT_THROW(source({192, 128, 64, 0, 0, 4, 1, 8, GemmFamily::wgmma}), InternalError) << "192 rows";
+  EXPECT_THROW(source({128, 264, 64, 0, 0, 4, 1, 8, GemmFamily::wgmma}), InternalError) << "BN past 256";
+  EXPECT_THROW(source({128, 128, 32, 0, 0, 4, 1, 8, GemmFamily::wgmma}), InternalError) << "BK 32";
+  EXPECT_THROW(source({128, 128, 64, 0, 0, 9, 1, 8, GemmFamily::wgmma}), InternalError) << "9 stages";
+  EXPECT_THROW(source({128, 128, 32, 2, 4, 3, 1, 8, GemmFamily::mma_sync, true}), InternalError) << "persistent mma_sync";
 }
 
 TEST(GemmTemplateSource, SaysWhatItsConfigSays) {

@@ -1,7 +1,8 @@
 // The tensor-core GEMM template (backend/cuda/cuda_gemm_template.h) on the GPU machine (skipped elsewhere
 // with "SKIPPED: ..."): every default config, bf16 and f16, B as [K,N] and [N,K], every epilogue form,
 // at sizes that are 1 in each dimension, that divide no tile (77x130x45), strided As (one taking the
-// element loads, one the 16-byte copies with a partial last K piece), and BERT's products at M = 128; A holds NaN, +Inf and -Inf in its first rows. Each
+// element loads, one the 16-byte copies with a partial last K piece), and BERT's products at M = 128; A holds NaN, +Inf and -Inf in its first rows.
+// On sm_90a the wgmma kernel's configs likewise, at sizes the TMA can read. Each
 // output against an fp64 product of the same rounded inputs, within the output type's epsilon times the
 // value plus a K-scaled fp32 accumulation bound; NaN and Inf exactly where the reference has them.
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/device_probe.h"
+#include "kiln/errors.h"
 #include "kiln/tensor.h"
 
 namespace kiln::backend::cuda {
@@ -187,6 +189,50 @@ TEST_F(CudaGemmTemplate, EveryConfigMatchesAnFp64Reference) {
     }
 }
 
+// The Hopper kernel (sm_90a only): every config, bf16 and f16, every epilogue, at sizes the TMA can read
+// (16-byte rows) that divide no tile, a size-1 M and N, long K past the ring of stages, and more
+// tiles than SMs so that persistent blocks walk several (and their stage ring wraps across tiles).
+TEST_F(CudaGemmTemplate, EveryHopperConfigMatchesAnFp64Reference) {
+  if (compile_arch(runtime_->info()) != "sm_90a") GTEST_SKIP() << "SKIPPED: the wgmma kernel needs sm_90a";
+  std::vector<GemmTemplateSpec> specs;
+  for (const GemmTemplateConfig& c : hopper_gemm_template_configs())
+    for (DType t : {DType::bf16, DType::f16})
+      for (const GemmTemplateEpilogue& e : kEpilogues) specs.push_back({t, true, e, c});
+  compile(specs);
+  const Size sizes[] = {{1, 1, 8},     {1, 130, 72},     {77, 1, 72},      {77, 130, 8},     {77, 130, 200}, {64, 136, 72, 8}, {200, 264, 1000}, {1000, 2050, 136}, {128, 768, 768},
+                        {128, 3072, 768}, {128, 768, 3072}};
+  for (DType t : {DType::bf16, DType::f16})
+    for (const Size& s : sizes) {
+      const Problem p = make_problem(t, s, uint64_t(s.m * 1000003 + s.n * 1009 + s.k + 7));
+      const Tensor a = upload(t, p.a), b_kn = upload(t, p.b_kn), b_nk = upload(t, p.b_nk), res = upload(t, p.residual);
+      const Tensor bias = runtime_->upload(Tensor::from_vector<float>(DType::f32, {s.n}, p.bias));
+      int failing_specs = 0;
+      for (const GemmTemplateSpec& spec : specs)
+        if (spec.dtype == t && check(spec, p, a, b_kn, b_nk, bias, res) > 0) ++failing_specs;
+      EXPECT_EQ(failing_specs, 0) << dtype_name(t) << " " << s.m << "x" << s.n << "x" << s.k;
+    }
+}
+
+// The TMA needs 16-byte rows: an A whose row stride is odd is refused by accepts() (its caller takes
+// mma_sync), and launching it anyway is an InternalError, not a wrong answer.
+TEST_F(CudaGemmTemplate, TheHopperKernelRefusesRowsTheTmaCannotRead) {
+  if (compile_arch(runtime_->info()) != "sm_90a") GTEST_SKIP() << "SKIPPED: the wgmma kernel needs sm_90a";
+  const GemmTemplateSpec spec{DType::bf16, true, {}, hopper_gemm_template_configs().front()};
+  compile({spec});
+  const GemmTemplateKernel& kernel = *kernels_.at(name_of(spec));
+  const Tensor a = runtime_->empty(DType::bf16, {64 * 77}), b = runtime_->empty(DType::bf16, {64 * 72}),
+               c = runtime_->empty(DType::bf16, {64 * 64});
+  GemmTemplateArgs x;
+  x.a = device_ptr(a), x.b = device_ptr(b), x.c = device_ptr(c);
+  x.m = 64, x.n = 64, x.k = 72, x.lda = 77, x.ldb = 72, x.ldc = 64;
+  EXPECT_FALSE(kernel.accepts(x));
+  EXPECT_THROW(kernel.launch(runtime_->cuda_stream(), x), InternalError);
+  x.lda = 72;
+  EXPECT_TRUE(kernel.accepts(x));
+  x.a += 2;  // 2-byte aligned
+  EXPECT_FALSE(kernel.accepts(x));
+}
+
 // M changes per call without recompiling: one kernel, three row counts.
 TEST_F(CudaGemmTemplate, RowsAreARunTimeSize) {
   const GemmTemplateSpec spec{DType::bf16, true, {true, GemmActivation::gelu}, choose_gemm_template_config(128, 768, 768, 132)};
@@ -197,6 +243,18 @@ TEST_F(CudaGemmTemplate, RowsAreARunTimeSize) {
                  res = upload(DType::bf16, p.residual);
     const Tensor bias = runtime_->upload(Tensor::from_vector<float>(DType::f32, {768}, p.bias));
     EXPECT_EQ(check(spec, p, a, b_kn, b_nk, bias, res), 0) << "m " << m;
+  }
+  if (compile_arch(runtime_->info()) != "sm_90a") return;
+  // The persistent wgmma kernel computes its tile count from each call's M too.
+  GemmTemplateSpec hopper{DType::bf16, true, {true, GemmActivation::gelu}, hopper_gemm_template_configs().front()};
+  ASSERT_TRUE(hopper.config.persistent);
+  compile({hopper});
+  for (int64_t m : {1, 128, 3333}) {
+    const Problem p = make_problem(DType::bf16, {m, 768, 768}, uint64_t(m) + 5);
+    const Tensor a = upload(DType::bf16, p.a), b_kn = upload(DType::bf16, p.b_kn), b_nk = upload(DType::bf16, p.b_nk),
+                 res = upload(DType::bf16, p.residual);
+    const Tensor bias = runtime_->upload(Tensor::from_vector<float>(DType::f32, {768}, p.bias));
+    EXPECT_EQ(check(hopper, p, a, b_kn, b_nk, bias, res), 0) << "wgmma, m " << m;
   }
 }
 

@@ -36,15 +36,22 @@ class GemmTemplateKernel {
 
   const GemmTemplateSpec& spec() const { return spec_; }
   size_t workspace_bytes(int64_t m, int64_t n) const;  // 0 without split-K
-  // Enqueues the product (and with split-K the reduction) on `stream`. Operands whose address is not a
-  // multiple of 16 bytes or whose row stride is not a multiple of 8 elements take the kernel's element
-  // loads instead of cp.async (correct, slower). Inconsistent arguments are an InternalError; a grid
+  // Enqueues the product (and with split-K the reduction) on `stream`. mma_sync: operands whose address is
+  // not a multiple of 16 bytes or whose row stride is not a multiple of 8 elements take the kernel's element
+  // loads instead of cp.async (correct, slower); wgmma: operands it does not accept are an InternalError. Inconsistent arguments are an InternalError; a grid
   // past the device's limits a UserError. An empty C launches nothing.
   void launch(const Stream& stream, const GemmTemplateArgs& args) const;
+  // Whether launch takes these operands: always for mma_sync; wgmma reads A and B through the TMA, which
+  // needs 16-byte aligned addresses and row strides (a multiple of 8 elements) and sizes under 2^31.
+  bool accepts(const GemmTemplateArgs& args) const;
 
  private:
+  void launch_wgmma(const Stream& stream, const GemmTemplateArgs& args) const;
+  void launch_reduce(const Stream& stream, const GemmTemplateArgs& args) const;  // split-K's second kernel
+
   GemmTemplateSpec spec_;
   unsigned shared_bytes_ = 0;
+  int sm_count_ = 0;
   std::optional<Function> main_, reduce_;
 };
 

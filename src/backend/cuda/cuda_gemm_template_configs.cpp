@@ -25,6 +25,27 @@ std::vector<GemmTemplateConfig> default_gemm_template_configs() {
   };
 }
 
+std::vector<GemmTemplateConfig> hopper_gemm_template_configs() {
+  const GemmFamily wg = GemmFamily::wgmma;
+  // {bm, bn, bk, -, -, stages, split_k, group_m, family, persistent}; 128-row tiles have two consumer
+  // warpgroups. Stages fill about 192 KB of shared memory (64 x 64 stays at 96 KB: two blocks an SM).
+  return {
+      {128, 256, 64, 0, 0, 4, 1, 8, wg, true},   // large products
+      {128, 256, 64, 0, 0, 4, 1, 8, wg, false},
+      {128, 128, 64, 0, 0, 6, 1, 8, wg, true},
+      {128, 128, 64, 0, 0, 6, 1, 8, wg, false},
+      {128, 64, 64, 0, 0, 8, 1, 8, wg, true},
+      {64, 128, 64, 0, 0, 8, 1, 8, wg, true},
+      {64, 64, 64, 0, 0, 6, 1, 8, wg, false},    // M = 128: more tiles, and split-K over long K
+      {64, 64, 64, 0, 0, 6, 2, 8, wg, false},
+      {64, 64, 64, 0, 0, 6, 4, 8, wg, false},
+      {64, 64, 64, 0, 0, 6, 8, 8, wg, false},
+      {64, 128, 64, 0, 0, 6, 2, 8, wg, false},
+      {64, 128, 64, 0, 0, 6, 4, 8, wg, false},
+      {128, 64, 64, 0, 0, 6, 4, 8, wg, false},
+  };
+}
+
 GemmTemplateConfig choose_gemm_template_config(int64_t m, int64_t n, int64_t k, int sm_count) {
   const std::vector<GemmTemplateConfig> configs = default_gemm_template_configs();
   const int64_t sms = std::max(sm_count, 1);

@@ -12,13 +12,59 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/cuda_gemm_template_parts.h"
 #include "codegen/cuda/scalar_cuda.h"
 #include "support/error.h"
 
 namespace kiln::backend::cuda {
 namespace {
 
-// Everything below the #defines. Sizes and offsets into global memory are 64-bit; tile-local ones int.
+constexpr const char* kGemmShared = R"(
+KILN_DEV float kiln_word_to_f32(unsigned short w) { return KILN_WIDEN(w); }
+KILN_DEV unsigned short kiln_f32_to_word(float x) { return KILN_NARROW(x); }
+KILN_DEV unsigned kiln_pack(float lo, float hi) {
+  return (unsigned)kiln_f32_to_word(lo) | ((unsigned)kiln_f32_to_word(hi) << 16);
+}
+KILN_DEV unsigned kiln_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// The epilogue of one accumulator (see GemmTemplateEpilogue): bias, activation, residual, in fp32.
+KILN_DEV float kiln_epilogue(float x, const float* __restrict__ bias, const unsigned short* __restrict__ res,
+                             long long row, long long col, long long ldr) {
+#if EPI_BIAS
+  x += bias[col];
+#endif
+#if EPI_ACT == 1
+  x = 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));  // GELU, erf form
+#elif EPI_ACT == 2
+  x = x < 0.0f ? 0.0f : x;  // ReLU; NaN stays NaN
+#endif
+#if EPI_RES
+  x += kiln_word_to_f32(res[row * ldr + col]);
+#endif
+  return x;
+}
+)";
+
+constexpr const char* kGemmReduce = R"(
+#if SPLIT_K > 1
+// The splits' partials summed in split order (the same result on every run), then the epilogue.
+extern "C" __global__ void __launch_bounds__(REDUCE_THREADS) KILN_GEMM_REDUCE_NAME(
+    const float* __restrict__ ws, unsigned short* __restrict__ c, const float* __restrict__ bias,
+    const unsigned short* __restrict__ res, long long m, long long n, long long ldc, long long ldr) {
+  const long long total = m * n;
+  for (long long e = (long long)blockIdx.x * REDUCE_THREADS + threadIdx.x; e < total;
+       e += (long long)gridDim.x * REDUCE_THREADS) {
+    const long long row = e / n, col = e % n;
+    float x = ws[e];
+#pragma unroll
+    for (int s = 1; s < SPLIT_K; ++s) x += ws[s * total + e];
+    c[row * ldc + col] = kiln_f32_to_word(kiln_epilogue(x, bias, res, row, col, ldr));
+  }
+}
+#endif
+)";
+
+// The mma.sync kernel, after the #defines and kGemmShared. Sizes and offsets into global memory are 64-bit;
+// tile-local ones int.
 constexpr const char* kGemmBody = R"(
 #define WTM (BM / WARPS_M)   // a warp's tile
 #define WTN (BN / WARPS_N)
@@ -36,12 +82,6 @@ constexpr const char* kGemmBody = R"(
 #define A_STAGE (BM * A_PITCH)  // elements a stage
 #define B_STAGE (B_ROWS * B_PITCH)
 
-KILN_DEV float kiln_word_to_f32(unsigned short w) { return KILN_WIDEN(w); }
-KILN_DEV unsigned short kiln_f32_to_word(float x) { return KILN_NARROW(x); }
-KILN_DEV unsigned kiln_pack(float lo, float hi) {
-  return (unsigned)kiln_f32_to_word(lo) | ((unsigned)kiln_f32_to_word(hi) << 16);
-}
-KILN_DEV unsigned kiln_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 // acc += a (16x16, row-major) * b (16x8, column-major); fp32 accumulators.
 KILN_DEV void kiln_mma(float* acc, const unsigned* a, unsigned b0, unsigned b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." KILN_PTX_TYPE "." KILN_PTX_TYPE ".f32 {%0, %1, %2, %3}, "
@@ -96,23 +136,6 @@ KILN_DEV void kiln_load_tile(const unsigned short* __restrict__ src, long long l
       *(uint4*)(tile + r * PITCH + c) = make_uint4(w[0], w[1], w[2], w[3]);
     }
   }
-}
-
-// The epilogue of one accumulator (see GemmTemplateEpilogue): bias, activation, residual, in fp32.
-KILN_DEV float kiln_epilogue(float x, const float* __restrict__ bias, const unsigned short* __restrict__ res,
-                             long long row, long long col, long long ldr) {
-#if EPI_BIAS
-  x += bias[col];
-#endif
-#if EPI_ACT == 1
-  x = 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));  // GELU, erf form
-#elif EPI_ACT == 2
-  x = x < 0.0f ? 0.0f : x;  // ReLU; NaN stays NaN
-#endif
-#if EPI_RES
-  x += kiln_word_to_f32(res[row * ldr + col]);
-#endif
-  return x;
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS) KILN_GEMM_NAME(
@@ -237,28 +260,15 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_GEMM_NAME(
     }
 }
 
-#if SPLIT_K > 1
-// The splits' partials summed in split order (the same result on every run), then the epilogue.
-extern "C" __global__ void __launch_bounds__(REDUCE_THREADS) KILN_GEMM_REDUCE_NAME(
-    const float* __restrict__ ws, unsigned short* __restrict__ c, const float* __restrict__ bias,
-    const unsigned short* __restrict__ res, long long m, long long n, long long ldc, long long ldr) {
-  const long long total = m * n;
-  for (long long e = (long long)blockIdx.x * REDUCE_THREADS + threadIdx.x; e < total;
-       e += (long long)gridDim.x * REDUCE_THREADS) {
-    const long long row = e / n, col = e % n;
-    float x = ws[e];
-#pragma unroll
-    for (int s = 1; s < SPLIT_K; ++s) x += ws[s * total + e];
-    c[row * ldc + col] = kiln_f32_to_word(kiln_epilogue(x, bias, res, row, col, ldr));
-  }
-}
-#endif
 )";
 
 }  // namespace
 
 std::string gemm_config_name(const GemmTemplateConfig& c) {
-  std::string s = fmt::format("{}x{}x{}_w{}x{}_s{}_g{}", c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages, c.group_m);
+  std::string s =
+      c.family == GemmFamily::wgmma
+          ? fmt::format("wg{}x{}x{}_s{}_g{}{}", c.bm, c.bn, c.bk, c.stages, c.group_m, c.persistent ? "_p" : "")
+          : fmt::format("{}x{}x{}_w{}x{}_s{}_g{}", c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages, c.group_m);
   if (c.split_k > 1) s += fmt::format("_k{}", c.split_k);
   return s;
 }
@@ -279,18 +289,28 @@ void check_gemm_spec(const GemmTemplateSpec& spec) {
   const std::string what = gemm_config_name(c);
   KILN_INTERNAL_CHECK(spec.dtype == DType::bf16 || spec.dtype == DType::f16, "GEMM template {}: dtype {}", what,
                       dtype_name(spec.dtype));
+  KILN_INTERNAL_CHECK(c.split_k >= 1 && c.split_k <= 16, "GEMM template {}: split_k {}", what, c.split_k);
+  KILN_INTERNAL_CHECK(c.group_m >= 1, "GEMM template {}: group_m {}", what, c.group_m);
+  if (c.family == GemmFamily::wgmma) {
+    KILN_INTERNAL_CHECK(spec.trans_b, "GEMM template {}: wgmma reads B as [N,K] only", what);
+    KILN_INTERNAL_CHECK((c.bm == 64 || c.bm == 128) && c.bn >= 16 && c.bn <= 256 && c.bn % 16 == 0,
+                        "GEMM template {}: wgmma tiles are 64 or 128 rows by 16..256 columns", what);
+    KILN_INTERNAL_CHECK(c.bk == 64, "GEMM template {}: wgmma's BK is 64 (one 128-byte swizzle row)", what);
+    KILN_INTERNAL_CHECK(c.stages >= 2 && c.stages <= 8, "GEMM template {}: {} stages", what, c.stages);
+    return;
+  }
+  KILN_INTERNAL_CHECK(!c.persistent, "GEMM template {}: only the wgmma kernel is persistent", what);
   KILN_INTERNAL_CHECK(c.warps_m >= 1 && c.warps_n >= 1 && c.threads() <= 1024, "GEMM template {}: warps", what);
   // Each warp's tile: whole m16 fragments and pairs of n8 ones (one ldmatrix.x4 gives two).
   KILN_INTERNAL_CHECK(c.bm > 0 && c.bn > 0 && c.bm % (16 * c.warps_m) == 0 && c.bn % (16 * c.warps_n) == 0,
                       "GEMM template {}: the tile is not whole 16x16 warp fragments", what);
   KILN_INTERNAL_CHECK(c.bk >= 16 && c.bk % 16 == 0, "GEMM template {}: BK", what);
   KILN_INTERNAL_CHECK(c.stages >= 2 && c.stages <= 4, "GEMM template {}: {} stages", what, c.stages);
-  KILN_INTERNAL_CHECK(c.split_k >= 1 && c.split_k <= 16, "GEMM template {}: split_k {}", what, c.split_k);
-  KILN_INTERNAL_CHECK(c.group_m >= 1, "GEMM template {}: group_m {}", what, c.group_m);
 }
 
 size_t gemm_template_shared_bytes(const GemmTemplateSpec& spec) {
   const GemmTemplateConfig& c = spec.config;
+  if (c.family == GemmFamily::wgmma) return gemm_wgmma_shared_bytes(c);
   const size_t a = size_t(c.bm) * size_t(c.bk + 8);
   const size_t b = spec.trans_b ? size_t(c.bn) * size_t(c.bk + 8) : size_t(c.bk) * size_t(c.bn + 8);
   return size_t(c.stages) * (a + b) * 2;
@@ -301,11 +321,13 @@ std::string gemm_template_source(const std::string& name, const GemmTemplateSpec
   const GemmTemplateConfig& c = spec.config;
   const GemmTemplateEpilogue& e = spec.epilogue;
   const bool bf16 = spec.dtype == DType::bf16;
+  const bool wgmma = c.family == GemmFamily::wgmma;
   std::string s = fmt::format(
-      "// GEMM template '{}', generated by kiln: tensor cores (mma.sync m16n8k16), {}, B {}, tile {}x{}x{}, "
-      "warps {}x{}, stages {}, split_k {}, group_m {}, epilogue {}.\n",
-      name, dtype_name(spec.dtype), spec.trans_b ? "[N,K]" : "[K,N]", c.bm, c.bn, c.bk, c.warps_m, c.warps_n,
-      c.stages, c.split_k, c.group_m, gemm_epilogue_name(e));
+      "// GEMM template '{}', generated by kiln: tensor cores ({}), {}, B {}, tile {}x{}x{}, "
+      "warps {}x{}, stages {}, split_k {}, group_m {}{}, epilogue {}.\n",
+      name, wgmma ? "TMA + wgmma, warp-specialised" : "mma.sync m16n8k16", dtype_name(spec.dtype),
+      spec.trans_b ? "[N,K]" : "[K,N]", c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.stages, c.split_k, c.group_m,
+      c.persistent ? ", persistent" : "", gemm_epilogue_name(e));
   s += codegen::cuda::cuda_scalar_preamble();
   s += fmt::format(
       "\n#define KILN_GEMM_NAME {0}\n#define KILN_GEMM_REDUCE_NAME {0}_reduce\n"
@@ -317,7 +339,9 @@ std::string gemm_template_source(const std::string& name, const GemmTemplateSpec
       spec.trans_b ? 1 : 0, e.bias ? 1 : 0, static_cast<int>(e.activation), e.residual ? 1 : 0, kGemmReduceThreads,
       bf16 ? "kiln_bf16_to_f32" : "kiln_f16_to_f32", bf16 ? "kiln_f32_to_bf16" : "kiln_f32_to_f16",
       bf16 ? "bf16" : "f16");
-  s += kGemmBody;
+  s += kGemmShared;
+  s += wgmma ? gemm_wgmma_body(spec) : std::string(kGemmBody);
+  s += kGemmReduce;
   return s;
 }
 
