@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/cuda_gemm_route.h"
 #include "backend/cuda/device_probe.h"
 #include "gpu_checks.h"
 #include "ir/parser.h"
@@ -66,6 +67,37 @@ TEST_F(CudaMatmul, UnalignedOutputRowsMatchTheCpuPaddedOrNot) {
           for (const char* out : {"y", "g", "t", "r"})
             expect_matches_cpu(got.at(out), want.at(out), precision,
                                fmt::format("n {} {} pad {} seed {} output {}", n, precision, pad, seed, out));
+        }
+      }
+}
+
+// The wgmma GEMM template as the route of these products (Hopper only): forced on, every product with
+// a template epilogue (bias, bias + GELU, the Gemm, the residual) runs on it and matches the CPU; in
+// auto the measured choice matches too. Widths 40 and 200 (16-byte rows: no padded weight), 10 rows.
+TEST_F(CudaMatmul, GemmTemplateRouteMatchesTheCpu) {
+  const backend::cuda::DeviceProbe probe = backend::cuda::probe_devices();
+  if (probe.devices.at(size_t(probe.device)).compute_major != 9) GTEST_SKIP() << "SKIPPED: the wgmma GEMM template needs sm_90a";
+  for (int64_t n : {40, 200})
+    for (const char* precision : {"bf16", "fp16"})
+      for (const char* mode : {"on", "auto"}) {
+        const Graph g = with_constant_weights(parse_graph(products(n)), 64);
+        Options options;
+        options.device = "cuda";
+        options.precision = precision;
+        options.cuda_gemm_templates = mode;
+        Session gpu = Session::from_graph(g, Mode::compiled, options, {});
+        Session cpu = Session::from_graph(g, Mode::compiled, Options{}, {});
+        const uint64_t before = backend::cuda::gemm_template_route_launches();
+        for (uint64_t seed = 1; seed <= 3; ++seed) {  // launched, captured, replayed
+          const std::map<std::string, Tensor> inputs = make_inputs(gpu.graph(), {}, seed);
+          const std::map<std::string, Tensor> got = gpu.run(inputs), want = cpu.run(inputs);
+          for (const char* out : {"y", "g", "t", "r"})
+            expect_matches_cpu(got.at(out), want.at(out), precision,
+                               fmt::format("n {} {} templates {} seed {} output {}", n, precision, mode, seed, out));
+        }
+        // Forced on: four products, each launched on the template in the first run at least.
+        if (std::string(mode) == "on") {
+          EXPECT_GE(backend::cuda::gemm_template_route_launches() - before, 4u) << n;
         }
       }
 }

@@ -101,10 +101,16 @@ EpilogueLaunch::EpilogueLaunch(const codegen::cuda::CudaSource& src, const loops
 }
 
 void EpilogueLaunch::run(const cuda::Stream& stream, std::vector<CUdeviceptr> inputs, const Tensor& out) const {
-  inputs.push_back(device_ptr(out));
+  run(stream, std::move(inputs), device_ptr(out), out.shape());
+}
+
+void EpilogueLaunch::run(const cuda::Stream& stream, std::vector<CUdeviceptr> inputs, CUdeviceptr out,
+                         const std::vector<int64_t>& out_dims) const {
+  inputs.push_back(out);
   std::vector<long long> syms;
-  for (int d : symbol_dims_) syms.push_back(out.dim(d));
-  long long n = out.numel();
+  for (int d : symbol_dims_) syms.push_back(out_dims.at(size_t(d)));
+  long long n = 1;
+  for (int64_t d : out_dims) n *= d;
   const int64_t blocks = launch_.blocks(n);
   if (blocks == 0) return;
   std::vector<void*> parameters;

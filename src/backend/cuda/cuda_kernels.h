@@ -59,6 +59,8 @@ class EpilogueLaunch {
  public:
   EpilogueLaunch(loops::PointwiseKernel kernel, const char* prefix, ModuleCache& modules);
   void run(const cuda::Stream& stream, std::vector<CUdeviceptr> inputs, const Tensor& out) const;
+  void run(const cuda::Stream& stream, std::vector<CUdeviceptr> inputs, CUdeviceptr out,
+           const std::vector<int64_t>& out_dims) const;
 
  private:
   EpilogueLaunch(const codegen::cuda::CudaSource& src, const loops::PointwiseKernel& kernel, ModuleCache& modules);

@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "backend/cuda/cublaslt.h"
+#include "backend/cuda/cuda_gemm_route.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/device_ops.h"
 #include "codegen/cuda/emit_pointwise_cuda.h"
@@ -71,6 +72,7 @@ class MatmulKernel final : public Kernel {
       if (bias.empty()) bias = b;
       else for (size_t i = 0; i < b.size(); ++i) bias[i] += b[i];
     }
+    if (modules) make_template_route(g, core, *group, options, *modules, bias);
     // In the output's dtype, as cuBLASLt adds it (bf16 / f16: one rounding of the f32 sum).
     if (!bias.empty()) {
       bias.resize(size_t(padded_n_ ? padded_n_ : n), 0.f);  // the padded columns' bias is never read
@@ -111,8 +113,27 @@ class MatmulKernel final : public Kernel {
                  fmt::join(out_dims, ","));
     Tensor out = output_buffer(runtime_, args, 0, dtype_, out_dims, what_);
     if (out.numel() == 0) return {out};
+    if (template_ && p.k > 0) {
+      const CUdeviceptr res = residual ? device_ptr(*residual) : 0;
+      const int choice = template_->choose(p.m, device_ptr(a), res, [&](CUdeviceptr scratch) {
+        run_library(a, b, residual, p, out_dims, scratch);
+      });
+      if (choice >= 0) {
+        template_->run(choice, p.m, device_ptr(a), res, device_ptr(out));
+        return {out};
+      }
+    }
+    run_library(a, b, residual, p, out_dims, device_ptr(out));
+    return {out};
+  }
+
+ private:
+  // The product on cuBLASLt (and the epilogue kernel after it) into `out_ptr` (out_dims, dtype_).
+  void run_library(const Tensor& a, const Tensor& b, const Tensor* residual, GemmProblem p,
+                   const std::vector<int64_t>& out_dims, CUdeviceptr out_ptr) const {
     // The product goes straight to the output, or to a scratch buffer the epilogue kernel reads.
-    Tensor product = epilogue_ ? runtime_.empty(dtype_, out_dims) : out;
+    const Tensor product = epilogue_ ? runtime_.empty(dtype_, out_dims) : Tensor();
+    const CUdeviceptr product_ptr = epilogue_ ? device_ptr(product) : out_ptr;
     CUdeviceptr weight = device_ptr(b);
     Tensor wide;  // the padded product: [rows, padded_n_]
     if (padded_n_) {
@@ -123,15 +144,15 @@ class MatmulKernel final : public Kernel {
       wide = runtime_.empty(dtype_, wide_dims);
       weight = device_ptr(padded_b_);
     }
-    Tensor& target = padded_n_ ? wide : product;
+    const CUdeviceptr target = padded_n_ ? device_ptr(wide) : product_ptr;
     p.residual = lt_residual_;
     if (p.residual && p.batch > 1) p.batch_stride_residual = p.m * p.n;
     p.epilogue = bias_.raw() ? GemmEpilogue::bias : GemmEpilogue::none;
     if (p.k == 0) user_error("{}: a product over K = 0 is not on the CUDA backend yet", what_);
     plans_.run(p, device_ptr(a), weight, bias_.raw() ? device_ptr(bias_) : 0, lt_residual_ ? device_ptr(*residual) : 0,
-               device_ptr(target));
+               target);
     if (padded_n_) {  // the first n_ of each row's padded_n_ columns
-      const CUdeviceptr pieces[] = {device_ptr(product), 0};
+      const CUdeviceptr pieces[] = {product_ptr, 0};
       const int64_t lens[] = {n_, padded_n_ - n_};
       runtime_.device_ops().split(runtime_.cuda_stream(), device_ptr(wide), pieces, lens, p.m, 1,
                                   static_cast<int>(dtype_size(dtype_)));
@@ -139,12 +160,27 @@ class MatmulKernel final : public Kernel {
     if (epilogue_) {
       std::vector<CUdeviceptr> inputs{device_ptr(product)};
       if (residual) inputs.push_back(device_ptr(*residual));
-      epilogue_->run(runtime_.cuda_stream(), inputs, out);
+      epilogue_->run(runtime_.cuda_stream(), inputs, out_ptr, out_dims);
     }
-    return {out};
   }
 
- private:
+  // The GEMM template route (cuda_gemm_route.h) where the template fuses this group's whole epilogue: a
+  // 2-D constant weight, no scale, bias then GELU (erf) or ReLU then a residual, no other pointwise work.
+  void make_template_route(const Graph& g, const Node& core, const LibraryGroup& group, const Options& options,
+                           ModuleCache& modules, const std::vector<float>& bias) {
+    using schedule::LibraryActivation;
+    const Value& w = g.value(core.inputs.at(1));
+    if (!w.constant || w.constant->rank() != 2 || padded_n_ || alpha_ != 1.f || trans_a_) return;
+    if (core_ != LibraryCore::matmul && core_ != LibraryCore::gemm) return;
+    if (group.act_after != LibraryActivation::none || !group.tail.empty()) return;
+    GemmTemplateEpilogue e;
+    if (group.act == LibraryActivation::gelu_erf) e.activation = GemmActivation::gelu;
+    else if (group.act == LibraryActivation::relu) e.activation = GemmActivation::relu;
+    else if (group.act != LibraryActivation::none) return;
+    e.residual = residual_input_ >= 0;
+    template_ = GemmTemplateRoute::make(runtime_, what_, dtype_, *w.constant, trans_b_, bias, e, options, modules);
+  }
+
   // The row-major problem for these operands; `out_dims` gets the output's shape.
   GemmProblem problem(const Tensor& a, const Tensor& b, std::vector<int64_t>& out_dims) const {
     GemmProblem p;
@@ -218,6 +254,7 @@ class MatmulKernel final : public Kernel {
   Tensor padded_b_;               // on the device
   std::optional<EpilogueLaunch> epilogue_;  // what cuBLASLt does not fuse
   MatmulPlans plans_;
+  std::unique_ptr<GemmTemplateRoute> template_;  // the wgmma template, where it may run this group
 };
 
 }  // namespace
