@@ -82,8 +82,13 @@ std::vector<CandidateTiming> timings_from_json(const std::string& text) {
     };
     t.median_us = number("median_us");
     t.min_us = number("min_us");
-    t.samples = static_cast<int>(number("samples"));
-    t.calls = static_cast<int64_t>(number("calls"));
+    // Counts: whole numbers in range only (converting 1e21 or NaN to an integer is undefined), else 0.
+    auto count = [&](const char* field, double most) {
+      const double x = number(field);
+      return x >= 0 && x <= most ? x : 0.0;
+    };
+    t.samples = static_cast<int>(count("samples", 2147483647.0));
+    t.calls = static_cast<int64_t>(count("calls", 9.2e18));
     if (e.contains("note") && e["note"].is_string()) t.note = e["note"].get<std::string>();
     table.push_back(std::move(t));
   }

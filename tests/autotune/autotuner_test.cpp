@@ -320,6 +320,14 @@ TEST(Autotuner, SummaryTextAndJson) {
   EXPECT_EQ(table[3].name, "fast");
   EXPECT_EQ(table[3].median_us, tuner.results()[0].table[3].median_us);
   EXPECT_TRUE(timings_from_json("{not json").empty());
+  // Counts out of an integer's range (a damaged store; found by fuzz_tuning_store) read as 0, not UB.
+  const auto damaged = timings_from_json(
+      R"([{"name":"a","samples":1e21,"calls":-3},{"name":"b","samples":7,"calls":1e300}])");
+  ASSERT_EQ(damaged.size(), 2u);
+  EXPECT_EQ(damaged[0].samples, 0);
+  EXPECT_EQ(damaged[0].calls, 0);
+  EXPECT_EQ(damaged[1].samples, 7);
+  EXPECT_EQ(damaged[1].calls, 0);
 }
 
 }  // namespace
