@@ -163,6 +163,21 @@ class CudaGemmTemplate : public ::testing::Test {
     return failures;
   }
 
+  // Every spec (compiled) on a fresh problem of each size, in bf16 and f16: no spec may fail.
+  void expect_every_spec_matches(const std::vector<GemmTemplateSpec>& specs, const std::vector<Size>& sizes,
+                                 uint64_t salt) {
+    for (DType t : {DType::bf16, DType::f16})
+      for (const Size& s : sizes) {
+        const Problem p = make_problem(t, s, uint64_t(s.m * 1000003 + s.n * 1009 + s.k) + salt);
+        const Tensor a = upload(t, p.a), b_kn = upload(t, p.b_kn), b_nk = upload(t, p.b_nk), res = upload(t, p.residual);
+        const Tensor bias = runtime_->upload(Tensor::from_vector<float>(DType::f32, {s.n}, p.bias));
+        int failing_specs = 0;
+        for (const GemmTemplateSpec& spec : specs)
+          if (spec.dtype == t && check(spec, p, a, b_kn, b_nk, bias, res) > 0) ++failing_specs;
+        EXPECT_EQ(failing_specs, 0) << dtype_name(t) << " " << s.m << "x" << s.n << "x" << s.k;
+      }
+  }
+
   std::unique_ptr<CudaRuntime> runtime_;
   std::unique_ptr<ModuleCache> modules_;
   std::map<std::string, std::unique_ptr<GemmTemplateKernel>> kernels_;
@@ -175,18 +190,10 @@ TEST_F(CudaGemmTemplate, EveryConfigMatchesAnFp64Reference) {
       for (bool trans_b : {false, true})
         for (const GemmTemplateEpilogue& e : kEpilogues) specs.push_back({t, trans_b, e, c});
   compile(specs);
-  const Size sizes[] = {{1, 1, 1},       {1, 130, 45},     {77, 1, 45},     {77, 130, 1},     {77, 130, 45},
-                        {64, 136, 72, 3}, {50, 200, 45, 3}, {128, 768, 768}, {128, 3072, 768}, {128, 768, 3072}};
-  for (DType t : {DType::bf16, DType::f16})
-    for (const Size& s : sizes) {
-      const Problem p = make_problem(t, s, uint64_t(s.m * 1000003 + s.n * 1009 + s.k));
-      const Tensor a = upload(t, p.a), b_kn = upload(t, p.b_kn), b_nk = upload(t, p.b_nk), res = upload(t, p.residual);
-      const Tensor bias = runtime_->upload(Tensor::from_vector<float>(DType::f32, {s.n}, p.bias));
-      int failing_specs = 0;
-      for (const GemmTemplateSpec& spec : specs)
-        if (spec.dtype == t && check(spec, p, a, b_kn, b_nk, bias, res) > 0) ++failing_specs;
-      EXPECT_EQ(failing_specs, 0) << dtype_name(t) << " " << s.m << "x" << s.n << "x" << s.k;
-    }
+  const std::vector<Size> sizes = {{1, 1, 1},        {1, 130, 45},     {77, 1, 45},     {77, 130, 1},
+                                   {77, 130, 45},    {64, 136, 72, 3}, {50, 200, 45, 3}, {128, 768, 768},
+                                   {128, 3072, 768}, {128, 768, 3072}};
+  expect_every_spec_matches(specs, sizes, 0);
 }
 
 // The Hopper kernel (sm_90a only): every config, bf16 and f16, every epilogue, at sizes the TMA can read
@@ -199,18 +206,10 @@ TEST_F(CudaGemmTemplate, EveryHopperConfigMatchesAnFp64Reference) {
     for (DType t : {DType::bf16, DType::f16})
       for (const GemmTemplateEpilogue& e : kEpilogues) specs.push_back({t, true, e, c});
   compile(specs);
-  const Size sizes[] = {{1, 1, 8},     {1, 130, 72},     {77, 1, 72},      {77, 130, 8},     {77, 130, 200}, {64, 136, 72, 8}, {200, 264, 1000}, {1000, 2050, 136}, {128, 768, 768},
-                        {128, 3072, 768}, {128, 768, 3072}};
-  for (DType t : {DType::bf16, DType::f16})
-    for (const Size& s : sizes) {
-      const Problem p = make_problem(t, s, uint64_t(s.m * 1000003 + s.n * 1009 + s.k + 7));
-      const Tensor a = upload(t, p.a), b_kn = upload(t, p.b_kn), b_nk = upload(t, p.b_nk), res = upload(t, p.residual);
-      const Tensor bias = runtime_->upload(Tensor::from_vector<float>(DType::f32, {s.n}, p.bias));
-      int failing_specs = 0;
-      for (const GemmTemplateSpec& spec : specs)
-        if (spec.dtype == t && check(spec, p, a, b_kn, b_nk, bias, res) > 0) ++failing_specs;
-      EXPECT_EQ(failing_specs, 0) << dtype_name(t) << " " << s.m << "x" << s.n << "x" << s.k;
-    }
+  const std::vector<Size> sizes = {{1, 1, 8},        {1, 130, 72},      {77, 1, 72},       {77, 130, 8},
+                                   {77, 130, 200},    {64, 136, 72, 8},  {200, 264, 1000},  {1000, 2050, 136},
+                                   {128, 768, 768},   {128, 3072, 768},  {128, 768, 3072}};
+  expect_every_spec_matches(specs, sizes, 7);
 }
 
 // The TMA needs 16-byte rows: an A whose row stride is odd is refused by accepts() (its caller takes
