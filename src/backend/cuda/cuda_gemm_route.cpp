@@ -87,11 +87,16 @@ std::unique_ptr<GemmTemplateRoute> GemmTemplateRoute::make(const CudaRuntime& ru
   return route;
 }
 
-void GemmTemplateRoute::run(int choice, int64_t m, CUdeviceptr a, CUdeviceptr residual, CUdeviceptr out) const {
-  const GemmTemplateKernel& kernel = *kernels_.at(size_t(choice));
+GemmTemplateArgs GemmTemplateRoute::args(int64_t m, CUdeviceptr a, CUdeviceptr residual, CUdeviceptr out) const {
   GemmTemplateArgs x;
   x.a = a, x.b = device_ptr(weight_nk_), x.c = out, x.bias = bias_.raw() ? device_ptr(bias_) : 0, x.residual = residual;
   x.m = m, x.n = n_, x.k = k_, x.lda = k_, x.ldb = k_, x.ldc = n_, x.ldr = n_;
+  return x;
+}
+
+void GemmTemplateRoute::run(int choice, int64_t m, CUdeviceptr a, CUdeviceptr residual, CUdeviceptr out) const {
+  const GemmTemplateKernel& kernel = *kernels_.at(size_t(choice));
+  GemmTemplateArgs x = args(m, a, residual, out);
   x.workspace_bytes = kernel.workspace_bytes(m, n_);
   // Stream-ordered: freed after the product that reads it (inside a capture: the graph's own).
   const Tensor workspace =
@@ -111,10 +116,8 @@ int GemmTemplateRoute::choose(int64_t m, CUdeviceptr a, CUdeviceptr residual,
   // the operands), measured on a later run.
   if (runtime_.capturing()) {
     if (library_allowed_) return -1;
-    GemmTemplateArgs x;
-    x.a = a, x.b = device_ptr(weight_nk_), x.m = m, x.n = n_, x.k = k_, x.lda = k_, x.ldb = k_;
     for (size_t i = 0; i < kernels_.size(); ++i)
-      if (kernels_[i]->accepts(x)) return int(i);
+      if (kernels_[i]->accepts(args(m, a, residual, 0))) return int(i);
     internal_error("{}: no GEMM template takes these operands", what_);
   }
   const int choice = runtime_.measured_choice(
@@ -158,9 +161,7 @@ int GemmTemplateRoute::measure(int64_t m, CUdeviceptr a, CUdeviceptr residual,
   const double library_ms = library_allowed_ ? time_ms([&] { library(out); }) : 0;
   double best_ms = library_ms;
   for (size_t i = 0; i < kernels_.size(); ++i) {
-    GemmTemplateArgs x;
-    x.a = a, x.b = device_ptr(weight_nk_), x.m = m, x.n = n_, x.k = k_, x.lda = k_, x.ldb = k_;
-    if (!kernels_[i]->accepts(x)) continue;
+    if (!kernels_[i]->accepts(args(m, a, residual, out))) continue;
     run(int(i), m, a, residual, out);
     if (!agrees(dtype_, runtime_.download(scratch), reference)) {
       if (library_allowed_) continue;  // never chosen; with `on` the library's answer is only a check

@@ -38,10 +38,10 @@ class GemmTemplateRoute {
   // out[m, N] = epilogue(A W) on the chosen template; A is [m, K] with rows of K elements.
   void run(int choice, int64_t m, CUdeviceptr a, CUdeviceptr residual, CUdeviceptr out) const;
 
-  const GemmTemplateKernel& kernel(int choice) const { return *kernels_.at(size_t(choice)); }
   GemmTemplateRoute(const CudaRuntime& runtime, std::string what) : runtime_(runtime), what_(std::move(what)) {}
 
  private:
+  GemmTemplateArgs args(int64_t m, CUdeviceptr a, CUdeviceptr residual, CUdeviceptr out) const;  // no workspace
   int measure(int64_t m, CUdeviceptr a, CUdeviceptr residual,
               const std::function<void(CUdeviceptr out)>& library) const;
 
