@@ -6,9 +6,11 @@ session 11).
                                 Transpose(K) -> MatMul -> Mul 0.125 [-> Add mask [1,1,1,S]] -> Softmax -> MatMul,
                                 inputs [1,12,S,64] fp32 (time them with `kiln run --device cuda --precision bf16`)
   attention_bench.py torch      times SDPA in bf16 on the GPU at the same shapes (an all-zero additive mask for the
-                                masked ones): 20 calls captured in one CUDA graph, median of 30 replays / 20
+                                masked ones), its default choice and each backend forced (flash, cuDNN,
+                                memory-efficient; one that refuses the inputs says so): 20 calls captured in one
+                                CUDA graph, median of 30 replays / 20
 """
-import sys, os
+import contextlib, os, sys
 def make(d, seqs):
     import onnx
     from onnx import helper as h, TensorProto as T
@@ -30,21 +32,30 @@ def make(d, seqs):
 def torch_bench(seqs):
     import torch
     from torch.nn.functional import scaled_dot_product_attention as sdpa
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+    backends = [("default", None), ("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
     for S in seqs:
         for mask in (0, 1):
             q, k, v = (torch.randn(1, 12, S, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
             am = torch.zeros(1, 1, 1, S, device="cuda", dtype=torch.bfloat16) if mask else None
-            f = lambda: sdpa(q, k, v, attn_mask=am)
-            for _ in range(3): f()
-            torch.cuda.synchronize()
-            gr = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(gr):
-                for _ in range(20): f()
-            ts = []
-            for _ in range(30):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record(); gr.replay(); b.record(); b.synchronize(); ts.append(a.elapsed_time(b) / 20)
-            ts.sort(); print(f"torch sdpa S={S} mask={mask} median_ms={ts[15]:.4f}", flush=True)
+            for name, backend in backends:
+                f = lambda: sdpa(q, k, v, attn_mask=am)
+                try:
+                    with (sdpa_kernel(backend) if backend is not None else contextlib.nullcontext()):
+                        for _ in range(3): f()
+                        torch.cuda.synchronize()
+                        gr = torch.cuda.CUDAGraph()
+                        with torch.cuda.graph(gr):
+                            for _ in range(20): f()
+                except Exception as e:  # a backend that does not take these inputs (flash: no mask)
+                    print(f"torch sdpa S={S} mask={mask} backend={name} unavailable: {str(e).splitlines()[0][:80]}", flush=True)
+                    continue
+                ts = []
+                for _ in range(30):
+                    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    a.record(); gr.replay(); b.record(); b.synchronize(); ts.append(a.elapsed_time(b) / 20)
+                ts.sort(); print(f"torch sdpa S={S} mask={mask} backend={name} median_ms={ts[15]:.4f}", flush=True)
 if __name__ == "__main__":
     seqs = [128, 512, 2048, 8192]
     if sys.argv[1] == "make": make(sys.argv[2], seqs)

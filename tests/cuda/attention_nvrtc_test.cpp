@@ -1,10 +1,13 @@
 // The attention kernel's source (backend/cuda/cuda_attention.h) compiles with NVRTC for sm_90a with
 // an empty log, for every dtype, with and without its mask and guard, at head dims 1, 40, 64 and 128,
 // and the tensor-core kernel for bf16 and f16 at head dims 16 to 128 with blocks of 1, 2 and 4 warps
-// (the GPU tests in tests/cuda_session run it).
+// (the GPU tests in tests/cuda_session run it), and the Hopper (wgmma) kernel without spills.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+
+#include <regex>
+#include <sstream>
 
 #include "backend/cuda/cuda_attention.h"
 #include "cuda_test_util.h"
@@ -43,6 +46,61 @@ TEST_F(AttentionNvrtc, EveryTensorCoreVariantCompilesForSm90a) {
           EXPECT_EQ(c.log, "") << dtype_name(t) << " D=" << d << " warps " << warps << "\n" << code;
           EXPECT_FALSE(c.cubin.empty());
         }
+}
+
+// The Hopper kernel at both head dims, with one and two consumers, with and without the mask and the
+// overlap of softmax and the next Q K^T, bf16 and f16: ptxas (-v) reports no spills and none of its C75xx notes (setmaxnreg ignored, wgmma serialised or
+// waited on), and the source says its config.
+TEST_F(AttentionNvrtc, EveryWgmmaVariantCompilesForSm90aWithoutSpills) {
+  for (DType t : {DType::bf16, DType::f16})
+    for (int64_t d : {64, 128})
+      for (int consumers : {1, 2})
+        for (bool mask : {false, true})
+          for (bool overlap : {true, false}) {
+          if (t == DType::f16 && (consumers == 1 || !mask || !overlap)) continue;  // the dtype changes two words
+          AttentionSpec spec{t, d, mask, !mask};
+          spec.wgmma_consumers = consumers;
+          spec.wgmma_overlap = overlap;
+          ASSERT_TRUE(attention_uses_wgmma(spec));
+          const std::string what =
+              fmt::format("{} D={} consumers {} mask {} overlap {}", dtype_name(t), d, consumers, mask, overlap);
+          const std::string code = attention_wgmma_source("attention_wgmma_test", spec);
+          EXPECT_NE(code.find(fmt::format("{} consumer warpgroups, {} keys a tile", consumers,
+                                          attention_wgmma_keys_a_tile(spec))),
+                    std::string::npos)
+              << what;
+          const CompiledCubin c = compile_to_cubin(code, "attention_wgmma_test.cu", "sm_90a", {"--ptxas-options=-v"});
+          std::istringstream log(c.log);
+          for (std::string line; std::getline(log, line);) {
+            if (line.empty()) continue;
+            EXPECT_EQ(line.rfind("ptxas", 0), 0u) << what << ": " << line;
+            EXPECT_EQ(line.find("(C75"), std::string::npos) << what << ": " << line;
+            std::smatch m;
+            if (std::regex_search(line, m, std::regex("([0-9]+) bytes spill (stores|loads)")))
+              EXPECT_EQ(m[1], "0") << what << ": " << line;
+          }
+          EXPECT_FALSE(c.cubin.empty()) << what;
+        }
+}
+
+TEST(AttentionSource, TheWgmmaKernelTakesHalvesAtHeadDims64And128) {
+  EXPECT_TRUE(attention_uses_wgmma(AttentionSpec{DType::bf16, 64, true, true}));
+  EXPECT_TRUE(attention_uses_wgmma(AttentionSpec{DType::f16, 128, false, false}));
+  EXPECT_FALSE(attention_uses_wgmma(AttentionSpec{DType::bf16, 32, false, false}));
+  EXPECT_FALSE(attention_uses_wgmma(AttentionSpec{DType::bf16, 96, false, false}));
+  EXPECT_FALSE(attention_uses_wgmma(AttentionSpec{DType::f32, 64, false, false}));
+  EXPECT_THROW(attention_wgmma_source("a", AttentionSpec{DType::f32, 64, false, false}), InternalError);
+  AttentionSpec three{DType::bf16, 64, false, false};
+  three.wgmma_consumers = 3;
+  EXPECT_THROW(attention_wgmma_source("a", three), InternalError);
+  // Two consumers once the (batch, head, 128 rows) tiles fill the SMs: bert's 12 x 1 do not.
+  EXPECT_EQ(attention_wgmma_consumers(12, 132), 1);
+  EXPECT_EQ(attention_wgmma_consumers(192, 132), 2);
+  EXPECT_EQ(attention_wgmma_consumers(0, 132), 2) << "symbolic sizes";
+  // 64 rows a consumer and two stages of K and V tiles, 1 KB of alignment and the barriers.
+  AttentionSpec big{DType::bf16, 128, true, true};
+  EXPECT_EQ(attention_wgmma_keys_a_tile(big), 64);
+  EXPECT_EQ(attention_wgmma_shared_bytes(big), size_t(128 + 4 * 64) * 256 + 1024 + 72);
 }
 
 // Four warps a block, fewer only where a (batch, head) has too few query rows to give each warp 16.

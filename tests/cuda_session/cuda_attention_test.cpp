@@ -9,9 +9,11 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/device_probe.h"
 #include "gpu_checks.h"
 #include "ir/parser.h"
+#include "kiln/errors.h"
 #include "kiln/session.h"
 #include "runtime/compare.h"
 #include "runtime/inputs.h"
@@ -61,12 +63,18 @@ class CudaAttention : public ::testing::Test {
     return in;
   }
 
-  static void check(const std::string& text, const char* precision, bool hard, int64_t warps = 0) {
+  // kernel: cuda_attention_kernel (warps given: the mma.sync kernel's, so "mma"); consumers: the
+  // Hopper kernel's.
+  static void check(const std::string& text, const char* precision, bool hard, int64_t warps = 0,
+                    const char* kernel = nullptr, int64_t consumers = 0) {
     Options options;
     options.device = "cuda";
     options.precision = precision;
     options.cuda_attention = "on";  // fp32 too (auto leaves fp32 to the unfused chain)
     options.cuda_attention_warps = warps;
+    options.cuda_attention_kernel = kernel ? kernel : warps ? "mma" : "auto";
+    options.cuda_attention_consumers = consumers;
+    const uint64_t wgmma_before = backend::cuda::attention_wgmma_launches();
     Session gpu = Session::from_graph(parse_graph(text), Mode::compiled, options, {});
     Session cpu = Session::from_graph(parse_graph(text), Mode::compiled, Options{}, {});
     for (uint64_t seed = 1; seed <= 3; ++seed) {  // launched, captured, replayed
@@ -79,6 +87,8 @@ class CudaAttention : public ::testing::Test {
     int attention = 0;
     for (const StepProfile& st : profile.steps) attention += st.label.find("attention") != std::string::npos;
     EXPECT_EQ(attention, 1) << "one attention step";
+    if (options.cuda_attention_kernel.rfind("wgmma", 0) == 0)
+      EXPECT_GT(backend::cuda::attention_wgmma_launches(), wgmma_before) << "the Hopper kernel ran";
   }
 };
 
@@ -116,6 +126,40 @@ TEST_F(CudaAttention, EveryBlockSizeKeepsTheHardCases) {
     check(exported(1, 33, 64, 3, 128, false), "fp16", true, warps);  // one stage: head dim 128
     check(exported(2, 20, 9, 2, 16, true), "bf16", true, warps);    // fewer keys than a tile
   }
+}
+
+// The Hopper kernel (TMA + wgmma, sm_90 only: elsewhere the forced setting is a user error, which the
+// test checks instead) with one and two consumer warpgroups at head dims 64 and 128, with and without its
+// overlap: the hard cases, query
+// rows no block divides, keys over one tile, several and part of one (KT 128, or 64 at head dim 128 with
+// two consumers), a single query and a single key. Each check asserts that it ran.
+TEST_F(CudaAttention, TheHopperKernelKeepsTheHardCases) {
+  const backend::cuda::DeviceProbe probe = backend::cuda::probe_devices();
+  const backend::cuda::DeviceInfo& gpu = probe.devices.at(size_t(probe.device));
+  if (gpu.compute_major != 9 || gpu.compute_minor != 0) {
+    Options options;
+    options.device = "cuda";
+    options.precision = "bf16";
+    options.cuda_attention_kernel = "wgmma";
+    EXPECT_THROW(Session::from_graph(parse_graph(exported(1, 8, 8, 1, 64, true)), Mode::compiled, options, {}), UserError);
+    GTEST_SKIP() << "SKIPPED: the wgmma attention kernel needs an sm_90 GPU";
+  }
+  for (int64_t consumers : {1, 2}) {
+    SCOPED_TRACE(fmt::format("{} consumers", consumers));
+    check(exported(2, 37, 37, 3, 64, true), "bf16", true, 0, "wgmma", consumers);
+    check(exported(1, 200, 390, 2, 64, false), "fp16", true, 0, "wgmma", consumers);
+    check(exported(1, 130, 300, 2, 128, true), "bf16", true, 0, "wgmma", consumers);
+    check(exported(1, 70, 9, 3, 128, false), "fp16", true, 0, "wgmma", consumers);
+    check(exported(1, 1, 1, 2, 64, true), "bf16", false, 0, "wgmma", consumers);
+    check(exported(1, 128, 128, 12, 64, true), "bf16", false, 0, "wgmma", consumers);  // bert's
+    // Without the overlap (each tile's products waited on before its softmax).
+    check(exported(2, 37, 300, 3, 64, true), "bf16", true, 0, "wgmma_serial", consumers);
+    check(exported(1, 130, 300, 2, 128, false), "fp16", true, 0, "wgmma_serial", consumers);
+  }
+  // auto picks it for these sizes on this GPU.
+  const uint64_t before = backend::cuda::attention_wgmma_launches();
+  check(exported(1, 390, 390, 12, 64, true), "bf16", true);
+  EXPECT_GT(backend::cuda::attention_wgmma_launches(), before);
 }
 
 // K given already transposed ([B,H,D,Sk], as some exporters write it): its head-dim stride is Sk, so
@@ -161,8 +205,9 @@ std::string projected(int64_t b, int64_t s, int64_t h, int64_t d, bool split_by_
 
 TEST_F(CudaAttention, ProjectionsSplitOrMergedAreReadAsColumnsOfOneProduct) {
   for (bool split_by_exporter : {true, false})
-    for (const char* precision : {"fp32", "bf16"}) {
-      const int64_t b = 1, s = 45, h = 4, d = 32;
+    for (const char* precision : {"fp32", "bf16", "fp16"}) {
+      // head dim 64 in fp16: the Hopper kernel on sm_90 (TMA boxes of column slices)
+      const int64_t b = 1, s = 45, h = 4, d = std::string(precision) == "fp16" ? 64 : 32;
       const Graph g = with_constant_weights(parse_graph(projected(b, s, h, d, split_by_exporter)), h * d);
       Options options;
       options.device = "cuda";

@@ -13,8 +13,11 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <optional>
 #include <fmt/format.h>
 
+#include "backend/cuda/cuda_hopper.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "ops/common.h"
@@ -23,17 +26,44 @@
 namespace kiln::backend::cuda {
 namespace {
 
+std::atomic<uint64_t> wgmma_launches{0};
+
 class AttentionKernel final : public Kernel {
  public:
-  AttentionKernel(const CudaRuntime& runtime, const Graph& g, const schedule::AttentionGroup& a, int warps,
+  AttentionKernel(const CudaRuntime& runtime, const Graph& g, const schedule::AttentionGroup& a, const Options& options,
                   ModuleCache& modules)
       : runtime_(runtime),
         a_(a),
         what_(g.describe(g.nodes[size_t(a.nodes.back())])),
         spec_{g.value(a.q).type.dtype, a.head_dim, a.mask != kNoValue, a.guard,
-              warps > 0 ? warps : attention_mma_warps(static_query_rows(g, a))},
+              options.cuda_attention_warps > 0 ? int(options.cuda_attention_warps)
+                                               : attention_mma_warps(static_dim(g, a, 2))},
         tensor_cores_(attention_uses_tensor_cores(spec_)),
-        function_(compiled(spec_, modules)) {}
+        function_(compiled(spec_, modules)) {
+    AttentionSpec w = spec_;
+    const bool takes = compile_arch(runtime.info()) == "sm_90a" && attention_uses_wgmma(w);
+    if (options.cuda_attention_kernel == "mma" || (!takes && options.cuda_attention_kernel == "auto")) return;
+    if (!takes)
+      user_error("{}: cuda_attention_kernel={} needs an sm_90 GPU (this one is {}) and bf16 / fp16 at head dim 64 or "
+                 "128 ({} at {})",
+                 what_, options.cuda_attention_kernel, compile_arch(runtime.info()), dtype_name(w.dtype), w.head_dim);
+    force_wgmma_ = options.cuda_attention_kernel != "auto";
+    w.wgmma_overlap = options.cuda_attention_kernel != "wgmma_serial";
+    const int64_t sq = static_dim(g, a, 2), bh = static_dim(g, a, 0) * static_dim(g, a, 1);
+    w.wgmma_consumers = options.cuda_attention_consumers > 0
+                            ? int(options.cuda_attention_consumers)
+                            : attention_wgmma_consumers(sq > 0 && bh > 0 ? bh * ((sq + 127) / 128) : 0,
+                                                        runtime.info().sm_count);
+    wgmma_shared_bytes_ = attention_wgmma_shared_bytes(w);
+    if (wgmma_shared_bytes_ > size_t(max_shared_optin(runtime.context()))) {
+      if (force_wgmma_) user_error("{}: the wgmma attention kernel's {} bytes of shared memory a block exceed the GPU's", what_, wgmma_shared_bytes_);
+      return;
+    }
+    const std::string name = content_name("attn", attention_wgmma_source("kiln_attention", w));
+    wgmma_.emplace(modules.get(name, attention_wgmma_source(name, w)).function(name));
+    allow_dynamic_shared(runtime.context(), *wgmma_, wgmma_shared_bytes_);
+    wgmma_spec_ = w;
+  }
 
   std::vector<Tensor> launch(const LaunchArgs& args) const override {
     const Tensor& q = *args.inputs.at(0);
@@ -70,6 +100,20 @@ class AttentionKernel final : public Kernel {
     const CUdeviceptr elem = dtype_size(spec_.dtype);
     CUdeviceptr pq = device_ptr(q) + qv.offset * elem, pk = device_ptr(k) + kv.offset * elem,
                 pv = device_ptr(v) + vv.offset * elem, pm = mask ? device_ptr(*mask) : 0, po = device_ptr(out);
+    if (wgmma_) {
+      const int qt = 64 * wgmma_spec_->wgmma_consumers, kt = attention_wgmma_keys_a_tile(*wgmma_spec_);
+      const std::vector<TensorMapDim> mq = map_dims(qv, qt), mk = map_dims(kv, kt), mv = map_dims(vv, kt);
+      if (qv.strides[3] == 1 && kv.strides[3] == 1 && vv.strides[3] == 1 && tensor_map_takes(pq, mq) &&
+          tensor_map_takes(pk, mk) && tensor_map_takes(pv, mv)) {
+        launch_wgmma(half_tensor_map(spec_.dtype, pq, mq), half_tensor_map(spec_.dtype, pk, mk),
+                     half_tensor_map(spec_.dtype, pv, mv), pm, po, heads, sq, sk, batch, m_strides, o_strides);
+        return {out};
+      }
+      if (force_wgmma_)
+        user_error("{}: cuda_attention_kernel=wgmma or wgmma_serial: the TMA cannot read Q {}, K {} or V {} (a head-dim stride "
+                   "other than 1, or rows not 16-byte aligned)",
+                   what_, q.shape_string(), k.shape_string(), v.shape_string());
+    }
     long long h = heads, n_q = sq, n_k = sk;
     std::array<long long, 4> qs = qv.strides, ks = kv.strides, vs = vv.strides;
     float scale = static_cast<float>(a_.scale);
@@ -98,10 +142,34 @@ class AttentionKernel final : public Kernel {
     std::array<long long, 4> strides{};
     CUdeviceptr offset = 0;  // elements from the tensor's start
   };
-  // Sq, the query rows a (batch, head); 0 when symbolic.
-  static int64_t static_query_rows(const Graph& g, const schedule::AttentionGroup& a) {
-    const Dim& d = g.value(a.output).type.shape[size_t(a.out_perm[2])];
+  // The output's [B,H,Sq,D] dim i; 0 when symbolic.
+  static int64_t static_dim(const Graph& g, const schedule::AttentionGroup& a, int i) {
+    const Dim& d = g.value(a.output).type.shape[size_t(a.out_perm[size_t(i)])];
     return d.is_static() ? d.value : 0;
+  }
+  // A [B,H,S,D] view as the TMA's (D, S, H, B), boxes of 64 head-dim columns by `rows`.
+  std::vector<TensorMapDim> map_dims(const View& v, int rows) const {
+    const int64_t e = dtype_size(spec_.dtype);
+    return {{v.dims[3], 0, 64},
+            {v.dims[2], v.strides[2] * e, uint32_t(rows)},
+            {v.dims[1], v.strides[1] * e, 1},
+            {v.dims[0], v.strides[0] * e, 1}};
+  }
+  void launch_wgmma(const CUtensorMap& mq, const CUtensorMap& mk, const CUtensorMap& mv, CUdeviceptr pm,
+                    CUdeviceptr po, long long heads, long long sq, long long sk, int64_t batch,
+                    const std::array<long long, 4>& ms, const std::array<long long, 4>& os) const {
+    const int64_t row_blocks = (sq + 64 * wgmma_spec_->wgmma_consumers - 1) / (64 * wgmma_spec_->wgmma_consumers);
+    if (batch * heads > int64_t{0x7fffffff} || row_blocks > 65535)
+      user_error("{}: {} batch x heads and {} query rows", what_, batch * heads, sq);
+    LaunchConfig config;
+    config.grid.x = static_cast<unsigned>(batch * heads);
+    config.grid.y = static_cast<unsigned>(row_blocks);
+    config.block.x = 128u * unsigned(wgmma_spec_->wgmma_consumers + 1);
+    config.shared_bytes = static_cast<unsigned>(wgmma_shared_bytes_);
+    float scale = static_cast<float>(a_.scale);
+    cuda::launch(runtime_.cuda_stream(), *wgmma_, config, mq, mk, mv, pm, po, heads, sq, sk, ms[0], ms[1], ms[2], ms[3],
+           os[0], os[1], os[2], os[3], scale);
+    wgmma_launches.fetch_add(1, std::memory_order_relaxed);
   }
   // Named by its content (the text with a placeholder name), as the generated kernels are.
   static Function compiled(const AttentionSpec& spec, ModuleCache& modules) {
@@ -146,9 +214,15 @@ class AttentionKernel final : public Kernel {
   AttentionSpec spec_;
   bool tensor_cores_;
   Function function_;
+  std::optional<AttentionSpec> wgmma_spec_;  // the Hopper kernel, where it may run
+  std::optional<Function> wgmma_;
+  size_t wgmma_shared_bytes_ = 0;
+  bool force_wgmma_ = false;  // cuda_attention_kernel=wgmma: operands it cannot read are a user error
 };
 
 }  // namespace
+
+uint64_t attention_wgmma_launches() { return wgmma_launches.load(); }
 
 bool attention_fused(const Options& options, DType dtype, int64_t head_dim) {
   if (options.cuda_attention == "on") return true;
@@ -162,7 +236,7 @@ std::unique_ptr<Kernel> make_attention_kernel(const CudaRuntime& runtime, const 
   const DType t = g.value(group.q).type.dtype;
   if (t != DType::f32 && t != DType::bf16 && t != DType::f16) return nullptr;
   if (!attention_fused(options, t, group.head_dim)) return nullptr;
-  return std::make_unique<AttentionKernel>(runtime, g, group, static_cast<int>(options.cuda_attention_warps), modules);
+  return std::make_unique<AttentionKernel>(runtime, g, group, options, modules);
 }
 
 }  // namespace kiln::backend::cuda

@@ -1,5 +1,6 @@
 // Attention groups (schedule/fuse_attention.h) on the device: one kernel per group (cuda_attention.cpp).
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -19,7 +20,9 @@ struct AttentionSpec {
   int64_t head_dim = 64;     // D, 1 to 128
   bool mask = false;         // an additive mask is read (input 3)
   bool guard = false;        // NaN rows give zeros
-  int mma_warps = 4;         // the tensor-core kernel: warps a block (1, 2 or 4), 16 query rows each
+  int mma_warps = 4;         // the mma.sync kernel: warps a block (1, 2 or 4), 16 query rows each
+  int wgmma_consumers = 2;   // the wgmma kernel: consumer warpgroups a block (1 or 2), 64 query rows each
+  bool wgmma_overlap = true;  // ... its softmax of one tile beside the next tile's Q K^T
 };
 
 // Its launch: a block of kAttentionThreads per (batch, head) and kAttentionRowsPerBlock query rows
@@ -44,13 +47,30 @@ std::string attention_source(const std::string& name, const AttentionSpec& spec)
 bool attention_uses_tensor_cores(const AttentionSpec& spec);
 std::string attention_mma_source(const std::string& name, const AttentionSpec& spec);
 
+// The Hopper kernel (cuda_attention_wgmma_source.cpp, sm_90a): bf16 and f16 at head dims 64 and 128, Q,
+// K and V read through 4-D TMA tensor maps (head dim, sequence, head, batch) given first, then the mask,
+// the output, heads, sq, sk, the mask's and the output's strides and the scale; a block of
+// 128 (wgmma_consumers + 1) threads with attention_wgmma_shared_bytes of dynamic shared memory takes
+// 64 wgmma_consumers query rows of one (batch, head): grid (batch x heads, row blocks).
+bool attention_uses_wgmma(const AttentionSpec& spec);
+std::string attention_wgmma_source(const std::string& name, const AttentionSpec& spec);
+size_t attention_wgmma_shared_bytes(const AttentionSpec& spec);
+// Consumers a block for this many (batch, head, 128 query rows) tiles (0: not static): two where they
+// fill the GPU's SMs, else one (more, smaller blocks).
+int attention_wgmma_consumers(int64_t tiles_of_128_rows, int sm_count);
+int attention_wgmma_keys_a_tile(const AttentionSpec& spec);  // KT: the K and V tiles' rows
+// Launches of the Hopper kernel in this process (tests check that it ran).
+uint64_t attention_wgmma_launches();
+
 // Whether a group of `dtype` and `head_dim` becomes one kernel under options.cuda_attention: "on"
 // always, "auto" where the tensor-core kernel takes it, "off" never.
 bool attention_fused(const Options& options, DType dtype, int64_t head_dim);
 
 // The group's kernel; null where attention_fused says no or for a dtype it does not take (the nodes
-// then stay with the other passes). options.cuda_attention_warps, when not 0, sets the tensor-core
-// kernel's warps a block.
+// then stay with the other passes). options.cuda_attention_kernel picks the tensor-core kernel
+// (auto: the Hopper one where it runs and reads the operands); options.cuda_attention_warps and
+// cuda_attention_consumers, when not 0, set the mma.sync kernel's warps and the Hopper kernel's consumer
+// warpgroups a block.
 std::unique_ptr<Kernel> make_attention_kernel(const CudaRuntime& runtime, const Graph& g,
                                               const schedule::AttentionGroup& group, const Options& options,
                                               ModuleCache& modules);

@@ -10,6 +10,7 @@
 // The semantics are the CUDA-core kernel's (cuda_attention.cpp): a row whose scores are all -inf, or
 // hold NaN or +inf, is NaN (zeros with the guard); keys past Sk count as -inf; fp32 score arithmetic.
 #include "backend/cuda/cuda_attention.h"
+#include "backend/cuda/cuda_attention_parts.h"
 
 #include <fmt/format.h>
 
@@ -47,28 +48,12 @@ std::string attention_mma_source(const std::string& name, const AttentionSpec& s
 #define THREADS {threads}  // the block (blockDim.x)
 #define STAGES {stages}
 #define PITCH (D + 8)    // row pitch of every tile: the 8 row addresses of an ldmatrix hit distinct banks
-KILN_DEV float kiln_word_to_f32(unsigned short w) {{ return {widen}(w); }}
-KILN_DEV unsigned kiln_pack(float lo, float hi) {{
-  return (unsigned){narrow}(lo) | ((unsigned){narrow}(hi) << 16);
-}}
-// acc += a (16x16, row-major) * b (16x8, column-major); fp32 accumulators.
+{helpers}// acc += a (16x16, row-major) * b (16x8, column-major); fp32 accumulators.
 KILN_DEV void kiln_mma(float* acc, const unsigned* a, unsigned b0, unsigned b1) {{
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{ptx}.{ptx}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, "
                "{{%8, %9}}, {{%0, %1, %2, %3}};"
                : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}}
-// max that returns NaN when either input is NaN; 2^x with subnormal results flushed to zero (a
-// probability below 2^-126 of the row's largest changes no sum).
-KILN_DEV float kiln_fmax_nan(float a, float b) {{
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}}
-KILN_DEV float kiln_exp2(float x) {{
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
 }}
 KILN_DEV unsigned kiln_smem(const void* p) {{ return (unsigned)__cvta_generic_to_shared(p); }}
 // Four 8x8 matrices of 16-bit words from shared memory, lane i giving the address of row i % 8 of
@@ -132,37 +117,6 @@ KILN_DEV void kiln_load_tile(const unsigned short* __restrict__ src, long long b
     }}
   }}
 }}
-// The mask's words for this thread's scores of one tile, two keys a word (low half the even key),
-// loaded before the tile's products so that their latency hides behind them. kMask 1: keys contiguous
-// and pairs of words 4-byte aligned, one 32-bit load a pair; 2: any strides. Keys past keys_here: 0.
-template <int kMask>
-KILN_DEV void kiln_mask_words(unsigned (&w)[KT / 8][2], int t, int keys_here, const unsigned short* m0,
-                              const unsigned short* m1, long long mk) {{
-#pragma unroll
-  for (int n = 0; n < KT / 8; ++n)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {{  // row0, then row1
-      const int c = n * 8 + 2 * t;
-      const unsigned short* mr = half == 0 ? m0 : m1;
-      if (kMask == 1)
-        w[n][half] = c + 1 < keys_here ? *(const unsigned*)(mr + c) : c < keys_here ? (unsigned)mr[c] : 0u;
-      else
-        w[n][half] = (c < keys_here ? (unsigned)mr[c * mk] : 0u) | (c + 1 < keys_here ? (unsigned)mr[(c + 1) * mk] << 16 : 0u);
-    }}
-}}
-// The scores of one tile scaled, plus the mask's words when there is one, -inf past keys_here.
-template <bool kMasked>
-KILN_DEV void kiln_scores(float (&s)[KT / 8][4], const unsigned (&w)[KT / 8][2], float scale, int t, int keys_here) {{
-#pragma unroll
-  for (int n = 0; n < KT / 8; ++n)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {{
-      const int c = n * 8 + 2 * t + (i & 1);
-      float x = __fmul_rn(s[n][i], scale);
-      if (kMasked) x += kiln_word_to_f32((unsigned short)(i & 1 ? w[n][i / 2] >> 16 : w[n][i / 2] & 0xffffu));
-      s[n][i] = c < keys_here ? x : -kiln_inf_f32();
-    }}
-}}
 // Strides in elements: [b, h, s, d] of each operand's view, the mask's broadcast ones (0 for size 1).
 extern "C" __global__ void __launch_bounds__({threads}) {name}(
     const unsigned short* __restrict__ in0, const unsigned short* __restrict__ in1,
@@ -176,11 +130,10 @@ extern "C" __global__ void __launch_bounds__({threads}) {name}(
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const long long b = blockIdx.x / heads, h = blockIdx.x % heads;
   const long long q0 = (long long)blockIdx.y * QT;
-  // This warp's rows: row0 = q0 + 16 warp + g and row1 = row0 + 8 (a fragment's two rows per thread).
-  const long long row0 = q0 + warp * 16 + g, row1 = row0 + 8;
+  // This warp's rows: row0 = q0 + 16 warp + g and row0 + 8 (a fragment's two rows per thread).
+  const long long row0 = q0 + warp * 16 + g;
   const long long k_base = b * kb + h * kh, v_base = b * vb + h * vh, tiles = (sk + KT - 1) / KT;
   const bool v16 = vec != 0;
-  const float kLog2e = 1.4426950408889634f;
 {mask_rows}
   kiln_load_tile<QT>(in0, b * qb + h * qh, qs, qd, q0, sq, v16, k_tiles[STAGES - 1]);
   if (STAGES == 2 && tiles > 0) {{  // the first key tile loads beside Q
@@ -238,45 +191,15 @@ extern "C" __global__ void __launch_bounds__({threads}) {name}(
     // Scale, mask and -inf past Sk (rows past Sq read row Sq - 1's mask; they are never stored). The
     // tile's row maxima, then the running ones over the quad's four threads.
     kiln_scores<{masked}>(s, mask_w, scale, t, keys_here);
-    float tile_max[2] = {{-kiln_inf_f32(), -kiln_inf_f32()}};
-#pragma unroll
-    for (int n = 0; n < KT / 8; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) tile_max[i / 2] = kiln_fmax_nan(tile_max[i / 2], s[n][i]);
-    float alpha[2], m_ref[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {{
-      float x = tile_max[i];
-      x = kiln_fmax_nan(x, __shfl_xor_sync(0xffffffffu, x, 1));
-      x = kiln_fmax_nan(x, __shfl_xor_sync(0xffffffffu, x, 2));
-      const float mn = kiln_fmax_nan(m[i], x);
-      // Every score so far -inf: nothing to add yet (and -inf - -inf would be NaN): exponents from 0
-      // give the -inf scores 0. NaN propagates.
-      m_ref[i] = mn == -kiln_inf_f32() ? 0.0f : mn;
-      alpha[i] = kiln_exp2((m[i] - m_ref[i]) * kLog2e);
-      m[i] = mn;
-    }}
-#pragma unroll
-    for (int n = 0; n < KT / 8; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) s[n][i] = kiln_exp2(fmaf(s[n][i], kLog2e, -m_ref[i / 2] * kLog2e));
-    for (int i = 0; i < 2; ++i) {{
-      float sum = 0.0f;
-      for (int n = 0; n < KT / 8; ++n) sum += s[n][2 * i] + s[n][2 * i + 1];
-      l[i] = l[i] * alpha[i] + sum;
-    }}
-    for (int n = 0; n < D / 8; ++n) {{
-      o[n][0] *= alpha[0];
-      o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1];
-      o[n][3] *= alpha[1];
-    }}
+    float alpha[2];
+    kiln_online_softmax(s, m, l, alpha);
+    kiln_rescale(o, alpha);
     // O += P V: P's fragment for keys 16kk.. is S's accumulators of key groups 2kk and 2kk + 1; one
     // transposing ldmatrix gives V's B fragments of head-dim groups n and n + 1 at those 16 keys.
 #pragma unroll
     for (int kk = 0; kk < KT / 16; ++kk) {{
-      const unsigned p[4] = {{kiln_pack(s[2 * kk][0], s[2 * kk][1]), kiln_pack(s[2 * kk][2], s[2 * kk][3]),
-                             kiln_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]), kiln_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])}};
+      unsigned p[4];
+      kiln_p_fragment(p, s, kk);
 #pragma unroll
       for (int n = 0; n < D / 8; n += 2) {{
         unsigned f[4];
@@ -288,47 +211,16 @@ extern "C" __global__ void __launch_bounds__({threads}) {name}(
     if (STAGES == 2 && tile + 1 < tiles) kiln_cp_wait_all();
     __syncthreads();  // the next tile is in; every warp is done with this one
   }}
-  for (int i = 0; i < 2; ++i) {{
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-  }}
-  // Two adjacent head-dim columns as one 32-bit store where the output's rows are contiguous and even.
   const bool paired = od == 1 && ((ob | oh | os) & 1) == 0 && ((unsigned long long)out & 3) == 0;
-  for (int i = 0; i < 2; ++i) {{
-    const long long r = i == 0 ? row0 : row1;
-    if (r >= sq) continue;
-    const bool nan_row = m[i] == -kiln_inf_f32() || l[i] != l[i];
-    const float inv = 1.0f / l[i];
-    unsigned short* o_row = out + b * ob + h * oh + r * os;
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {{
-      float y[2];
-      for (int e = 0; e < 2; ++e) y[e] = {nan_value};
-      const int col = n * 8 + 2 * t;
-      if (paired) {{
-        *(unsigned*)(o_row + col) = kiln_pack(y[0], y[1]);
-      }} else {{
-        o_row[col * od] = {narrow}(y[0]);
-        o_row[(col + 1) * od] = {narrow}(y[1]);
-      }}
-    }}
-  }}
+  kiln_store_rows(o, m, l, row0, sq, out + b * ob + h * oh, os, od, paired, t);
 }}
 )",
                    fmt::arg("d", spec.head_dim), fmt::arg("rows", kAttentionMmaRowsPerWarp * spec.mma_warps),
                    fmt::arg("threads", 32 * spec.mma_warps), fmt::arg("stages", stages), fmt::arg("name", name),
-                   fmt::arg("widen", bf16 ? "kiln_bf16_to_f32" : "kiln_f16_to_f32"),
-                   fmt::arg("narrow", bf16 ? "kiln_f32_to_bf16" : "kiln_f32_to_f16"), fmt::arg("ptx", bf16 ? "bf16" : "f16"),
-                   fmt::arg("mask_rows", spec.mask ? "  const unsigned short* mask_row0 = in3 + b * mb + h * mh + (row0 < sq ? row0 : sq - 1) * ms;\n"
-                                                   "  const unsigned short* mask_row1 = in3 + b * mb + h * mh + (row1 < sq ? row1 : sq - 1) * ms;\n"
-                                                   "  const bool mask_pairs = mk == 1 && ((mb | mh | ms) & 1) == 0 && ((unsigned long long)in3 & 3) == 0;\n"
-                                                   : ""),
-                   fmt::arg("mask_load", spec.mask ? "    if (mask_pairs) kiln_mask_words<1>(mask_w, t, keys_here, mask_row0 + key0, mask_row1 + key0, 1);\n"
-                                                   "    else kiln_mask_words<2>(mask_w, t, keys_here, mask_row0 + key0 * mk, mask_row1 + key0 * mk, mk);\n"
-                                                   : ""),
+                   fmt::arg("ptx", bf16 ? "bf16" : "f16"),
+                   fmt::arg("mask_rows", attention_mask_rows(spec)), fmt::arg("mask_load", attention_mask_load(spec)),
                    fmt::arg("masked", spec.mask ? "true" : "false"),
-                   fmt::arg("nan_value", spec.guard ? "nan_row ? 0.0f : o[n][2 * i + e] * inv"
-                                                    : "nan_row ? kiln_nan_f32() : o[n][2 * i + e] * inv"));
+                   fmt::arg("helpers", attention_tile_helpers(spec)));
   return c;
 }
 

@@ -7,67 +7,18 @@
 #include <algorithm>
 
 #include "backend/cuda/cuda_driver.h"
+#include "backend/cuda/cuda_hopper.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "support/error.h"
 
 namespace kiln::backend::cuda {
 namespace {
 
-// Driver entry points that not every kiln kernel needs, resolved here once: a missing one is a UserError
-// naming it (an old driver).
-void* driver_entry(const char* name) {
-  const DriverApi& api = driver();
-  void* p = nullptr;
-  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  const CUresult r = api.cuGetProcAddress(name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status);
-  if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !p)
-    user_error("device cuda: the CUDA driver (CUDA {}) does not give {}: {}", cuda_version_text(api.driver_version),
-               name, describe_result(api, r));
-  return p;
-}
-
-// Static shared memory stops at 48 KB; more must be opted into per function.
-using FuncSetAttribute = CUresult (*)(CUfunction, CUfunction_attribute, int);
-FuncSetAttribute func_set_attribute() {
-  static const auto fn = reinterpret_cast<FuncSetAttribute>(driver_entry("cuFuncSetAttribute"));
-  return fn;
-}
-
-using TensorMapEncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                          const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
-                                          CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
-                                          CUtensorMapFloatOOBfill);
-TensorMapEncodeTiled tensor_map_encode_tiled() {
-  static const auto fn = reinterpret_cast<TensorMapEncodeTiled>(driver_entry("cuTensorMapEncodeTiled"));
-  return fn;
-}
-
 // The wgmma kernel's view of a K-major operand [rows, k] (row stride ld elements): boxes of 64 x box_rows,
 // 128-byte swizzled, zeros past the matrix. K = 0 is described as 1 (no box is loaded then).
 CUtensorMap k_major_map(DType dtype, CUdeviceptr data, int64_t rows, int64_t k, int64_t ld, int box_rows) {
-  CUtensorMap map;
-  const cuuint64_t dims[2] = {cuuint64_t(std::max<int64_t>(k, 1)), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(k == 0 ? 8 : ld) * 2};  // a row stride the encoder takes
-  const cuuint32_t box[2] = {64, cuuint32_t(box_rows)};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = tensor_map_encode_tiled()(
-      &map, dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
-      reinterpret_cast<void*>(data), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  KILN_INTERNAL_CHECK(r == CUDA_SUCCESS, "cuTensorMapEncodeTiled of a [{},{}] operand (row stride {}): {}", rows, k,
-                      ld, describe_result(driver(), r));
-  return map;
-}
-
-int max_shared_optin(const Context& context) {
-  const DriverApi& api = driver();
-  context.make_current();
-  CUdevice device = 0;
-  check(api.cuDeviceGet(&device, context.device().index), "cuDeviceGet");
-  int value = 0;
-  check(api.cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device),
-        "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
-  return value;
+  return half_tensor_map(dtype, data,
+                         {{std::max<int64_t>(k, 1), 0, 64}, {rows, (k == 0 ? 8 : ld) * 2, uint32_t(box_rows)}});
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -100,11 +51,7 @@ GemmTemplateKernel::GemmTemplateKernel(const GemmTemplateSpec& spec, const Conte
   const Module module = modules.get(name, unit.code);
   main_.emplace(module.function(name));
   if (spec_.config.split_k > 1) reduce_.emplace(module.function(name + "_reduce"));
-  if (bytes > 48 * 1024) {
-    context.make_current();
-    check(func_set_attribute()(main_->handle(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes)),
-          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-  }
+  allow_dynamic_shared(context, *main_, bytes);
 }
 
 size_t GemmTemplateKernel::workspace_bytes(int64_t m, int64_t n) const {
