@@ -36,7 +36,8 @@ TEST_F(AttentionNvrtc, EveryTensorCoreVariantCompilesForSm90a) {
       for (bool mask : {false, true})
         for (int warps : {1, 2, 4}) {
           if (warps != 4 && (t != DType::bf16 || d != 64)) continue;  // the warps change no operand code
-          const AttentionSpec spec{t, d, mask, !mask, warps};
+          AttentionSpec spec{t, d, mask, !mask, warps};
+          spec.positive_scale = warps == 4;  // unmasked: the scale inside the exponents
           ASSERT_TRUE(attention_uses_tensor_cores(spec));
           const std::string code = attention_mma_source("attention_mma_test", spec);
           EXPECT_NE(code.find(fmt::format("__launch_bounds__({})", 32 * warps)), std::string::npos);
@@ -61,6 +62,7 @@ TEST_F(AttentionNvrtc, EveryWgmmaVariantCompilesForSm90aWithoutSpills) {
           AttentionSpec spec{t, d, mask, !mask};
           spec.wgmma_consumers = consumers;
           spec.wgmma_overlap = overlap;
+          spec.positive_scale = overlap;  // unmasked: the scale inside the exponents
           ASSERT_TRUE(attention_uses_wgmma(spec));
           const std::string what =
               fmt::format("{} D={} consumers {} mask {} overlap {}", dtype_name(t), d, consumers, mask, overlap);
@@ -93,10 +95,15 @@ TEST(AttentionSource, TheWgmmaKernelTakesHalvesAtHeadDims64And128) {
   AttentionSpec three{DType::bf16, 64, false, false};
   three.wgmma_consumers = 3;
   EXPECT_THROW(attention_wgmma_source("a", three), InternalError);
-  // Two consumers once the (batch, head, 128 rows) tiles fill the SMs: bert's 12 x 1 do not.
-  EXPECT_EQ(attention_wgmma_consumers(12, 132), 1);
-  EXPECT_EQ(attention_wgmma_consumers(192, 132), 2);
-  EXPECT_EQ(attention_wgmma_consumers(0, 132), 2) << "symbolic sizes";
+  // One consumer where 64-row blocks take less time in waves (a block of two consumers counted 1.3x),
+  // else two: 12 heads at S = 128 (bert) and 512 take one (1 wave against 1.3), 2048 two (3 against 2.6),
+  // 8192 two (12 against 7.8).
+  EXPECT_EQ(attention_wgmma_consumers(12, 128, 132), 1);
+  EXPECT_EQ(attention_wgmma_consumers(12, 512, 132), 1);
+  EXPECT_EQ(attention_wgmma_consumers(12, 2048, 132), 2);
+  EXPECT_EQ(attention_wgmma_consumers(12, 8192, 132), 2);
+  EXPECT_EQ(attention_wgmma_consumers(0, 8192, 132), 2) << "symbolic sizes";
+  EXPECT_EQ(attention_wgmma_consumers(12, 0, 132), 2) << "symbolic sizes";
   // 64 rows a consumer and two stages of K and V tiles, 1 KB of alignment and the barriers.
   AttentionSpec big{DType::bf16, 128, true, true};
   EXPECT_EQ(attention_wgmma_keys_a_tile(big), 64);

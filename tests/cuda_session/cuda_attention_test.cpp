@@ -49,16 +49,20 @@ class CudaAttention : public ::testing::Test {
   // NaN in a query of row 3, +inf in a key (every row of that batch and head sees it).
   static std::map<std::string, Tensor> hard_inputs(const Graph& g, uint64_t seed) {
     std::map<std::string, Tensor> in = make_inputs(g, {}, seed);
-    Tensor& m = in.at("m");
-    const int64_t sq = m.dim(2), sk = m.dim(3);
-    for (int64_t j = 0; j < sk; ++j) {
-      m.data<float>()[1 * sk + j] = -INFINITY;
-      m.data<float>()[2 * sk + j] = j == sk - 1 ? 0.0f : -INFINITY;
+    int64_t sq = in.at("q").dim(2);  // a plain graph's [B,H,S,D]; the exporter's has a mask to say
+    if (in.count("m")) {  // without a mask only the NaN and the +inf
+      Tensor& m = in.at("m");
+      const int64_t sk = m.dim(3);
+      sq = m.dim(2);
+      for (int64_t j = 0; j < sk; ++j) {
+        m.data<float>()[1 * sk + j] = -INFINITY;
+        m.data<float>()[2 * sk + j] = j == sk - 1 ? 0.0f : -INFINITY;
+      }
     }
     // Row 3 of batch 0, head 0 in the exporter's [B,S,H,D] layout (some query element in others).
     Tensor& q = in.at("q");
     if (sq > 3) q.data<float>()[std::min(3 * q.dim(2) * q.dim(3), q.numel() - 1)] = NAN;
-    Tensor& k = in.at("k");
+    Tensor& k = in.at(in.count("k") ? "k" : "kt");  // plain graphs take K transposed
     k.data<float>()[k.numel() - 1] = INFINITY;
     return in;
   }
@@ -160,6 +164,24 @@ TEST_F(CudaAttention, TheHopperKernelKeepsTheHardCases) {
   const uint64_t before = backend::cuda::attention_wgmma_launches();
   check(exported(1, 390, 390, 12, 64, true), "bf16", true);
   EXPECT_GT(backend::cuda::attention_wgmma_launches(), before);
+}
+
+// Without a mask and with a positive scale the kernels keep the scores unscaled until the exponent;
+// NaN in a query and +inf in a key, both kernels, keys over two tiles and part of a third.
+TEST_F(CudaAttention, AnUnmaskedChainScalesInsideTheExponent) {
+  const std::string text = R"(graph g(%q: f32[1,2,77,64], %kt: f32[1,2,64,300], %v: f32[1,2,300,64]) -> (%y) {
+  const %c: f32[] = [0.125]
+  %s = MatMul(%q, %kt)
+  %ss = Mul(%s, %c)
+  %p = Softmax(%ss) {axis=-1}
+  %y = MatMul(%p, %v)
+}
+)";
+  for (const char* kernel : {"auto", "mma"})
+    for (const char* precision : {"bf16", "fp16"}) {
+      SCOPED_TRACE(fmt::format("{} {}", kernel, precision));
+      check(text, precision, true, 0, kernel);
+    }
 }
 
 // K given already transposed ([B,H,D,Sk], as some exporters write it): its head-dim stride is Sk, so

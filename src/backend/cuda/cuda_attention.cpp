@@ -35,9 +35,7 @@ class AttentionKernel final : public Kernel {
       : runtime_(runtime),
         a_(a),
         what_(g.describe(g.nodes[size_t(a.nodes.back())])),
-        spec_{g.value(a.q).type.dtype, a.head_dim, a.mask != kNoValue, a.guard,
-              options.cuda_attention_warps > 0 ? int(options.cuda_attention_warps)
-                                               : attention_mma_warps(static_dim(g, a, 2))},
+        spec_(mma_spec(g, a, options)),
         tensor_cores_(attention_uses_tensor_cores(spec_)),
         function_(compiled(spec_, modules)) {
     AttentionSpec w = spec_;
@@ -49,10 +47,9 @@ class AttentionKernel final : public Kernel {
                  what_, options.cuda_attention_kernel, compile_arch(runtime.info()), dtype_name(w.dtype), w.head_dim);
     force_wgmma_ = options.cuda_attention_kernel != "auto";
     w.wgmma_overlap = options.cuda_attention_kernel != "wgmma_serial";
-    const int64_t sq = static_dim(g, a, 2), bh = static_dim(g, a, 0) * static_dim(g, a, 1);
     w.wgmma_consumers = options.cuda_attention_consumers > 0
                             ? int(options.cuda_attention_consumers)
-                            : attention_wgmma_consumers(sq > 0 && bh > 0 ? bh * ((sq + 127) / 128) : 0,
+                            : attention_wgmma_consumers(static_dim(g, a, 0) * static_dim(g, a, 1), static_dim(g, a, 2),
                                                         runtime.info().sm_count);
     wgmma_shared_bytes_ = attention_wgmma_shared_bytes(w);
     if (wgmma_shared_bytes_ > size_t(max_shared_optin(runtime.context()))) {
@@ -142,6 +139,13 @@ class AttentionKernel final : public Kernel {
     std::array<long long, 4> strides{};
     CUdeviceptr offset = 0;  // elements from the tensor's start
   };
+  static AttentionSpec mma_spec(const Graph& g, const schedule::AttentionGroup& a, const Options& options) {
+    AttentionSpec spec{g.value(a.q).type.dtype, a.head_dim, a.mask != kNoValue, a.guard,
+                       options.cuda_attention_warps > 0 ? int(options.cuda_attention_warps)
+                                                        : attention_mma_warps(static_dim(g, a, 2))};
+    spec.positive_scale = a.scale > 0;
+    return spec;
+  }
   // The output's [B,H,Sq,D] dim i; 0 when symbolic.
   static int64_t static_dim(const Graph& g, const schedule::AttentionGroup& a, int i) {
     const Dim& d = g.value(a.output).type.shape[size_t(a.out_perm[size_t(i)])];

@@ -23,6 +23,7 @@ struct AttentionSpec {
   int mma_warps = 4;         // the mma.sync kernel: warps a block (1, 2 or 4), 16 query rows each
   int wgmma_consumers = 2;   // the wgmma kernel: consumer warpgroups a block (1 or 2), 64 query rows each
   bool wgmma_overlap = true;  // ... its softmax of one tile beside the next tile's Q K^T
+  bool positive_scale = false;  // the scale is > 0: unmasked scores may stay unscaled until the exponent
 };
 
 // Its launch: a block of kAttentionThreads per (batch, head) and kAttentionRowsPerBlock query rows
@@ -55,9 +56,10 @@ std::string attention_mma_source(const std::string& name, const AttentionSpec& s
 bool attention_uses_wgmma(const AttentionSpec& spec);
 std::string attention_wgmma_source(const std::string& name, const AttentionSpec& spec);
 size_t attention_wgmma_shared_bytes(const AttentionSpec& spec);
-// Consumers a block for this many (batch, head, 128 query rows) tiles (0: not static): two where they
-// fill the GPU's SMs, else one (more, smaller blocks).
-int attention_wgmma_consumers(int64_t tiles_of_128_rows, int sm_count);
+// Consumers a block for batch x heads (batch, head) pairs of sq query rows (0: not static): one where
+// blocks of 64 rows take less time in waves of the GPU's SMs, counting a block of two consumers (which
+// share their K and V tiles) as 1.3 times one's, else two.
+int attention_wgmma_consumers(int64_t batch_heads, int64_t sq, int sm_count);
 int attention_wgmma_keys_a_tile(const AttentionSpec& spec);  // KT: the K and V tiles' rows
 // Launches of the Hopper kernel in this process (tests check that it ran).
 uint64_t attention_wgmma_launches();

@@ -190,9 +190,9 @@ extern "C" __global__ void __launch_bounds__({threads}) {name}(
       }}
     // Scale, mask and -inf past Sk (rows past Sq read row Sq - 1's mask; they are never stored). The
     // tile's row maxima, then the running ones over the quad's four threads.
-    kiln_scores<{masked}>(s, mask_w, scale, t, keys_here);
+    kiln_scores(s, mask_w, scale, t, keys_here);
     float alpha[2];
-    kiln_online_softmax(s, m, l, alpha);
+    kiln_online_softmax(s, m, l, alpha, scale);
     kiln_rescale(o, alpha);
     // O += P V: P's fragment for keys 16kk.. is S's accumulators of key groups 2kk and 2kk + 1; one
     // transposing ldmatrix gives V's B fragments of head-dim groups n and n + 1 at those 16 keys.
@@ -219,7 +219,6 @@ extern "C" __global__ void __launch_bounds__({threads}) {name}(
                    fmt::arg("threads", 32 * spec.mma_warps), fmt::arg("stages", stages), fmt::arg("name", name),
                    fmt::arg("ptx", bf16 ? "bf16" : "f16"),
                    fmt::arg("mask_rows", attention_mask_rows(spec)), fmt::arg("mask_load", attention_mask_load(spec)),
-                   fmt::arg("masked", spec.mask ? "true" : "false"),
                    fmt::arg("helpers", attention_tile_helpers(spec)));
   return c;
 }

@@ -12,6 +12,8 @@ std::string attention_tile_helpers(const AttentionSpec& spec) {
   const bool bf16 = spec.dtype == DType::bf16;
   return fmt::format(R"(
 #define KILN_GUARD {guard}
+#define KILN_MASKED {masked}
+#define KILN_RAW_SCORES {raw}
 KILN_DEV float kiln_word_to_f32(unsigned short w) {{ return {widen}(w); }}
 KILN_DEV unsigned kiln_pack(float lo, float hi) {{
   return (unsigned){narrow}(lo) | ((unsigned){narrow}(hi) << 16);
@@ -46,24 +48,45 @@ KILN_DEV void kiln_mask_words(unsigned (&w)[KT / 8][2], int t, int keys_here, co
         w[n][half] = (c < keys_here ? (unsigned)mr[c * mk] : 0u) | (c + 1 < keys_here ? (unsigned)mr[(c + 1) * mk] << 16 : 0u);
     }}
 }}
-// The scores of one tile scaled, plus the mask's words when there is one, -inf past keys_here.
-template <bool kMasked>
+// The scores of one tile scaled, plus the mask's words when there is one (one rounding), -inf past
+// keys_here; KILN_RAW_SCORES (no mask, a positive scale) leaves them unscaled: kiln_online_softmax
+// scales them inside its exponents. A full tile takes no per-key test.
 KILN_DEV void kiln_scores(float (&s)[KT / 8][4], const unsigned (&w)[KT / 8][2], float scale, int t, int keys_here) {{
+  if (keys_here == KT) {{
+#if !KILN_RAW_SCORES
+#pragma unroll
+    for (int n = 0; n < KT / 8; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#if KILN_MASKED
+        s[n][i] = fmaf(s[n][i], scale, kiln_word_to_f32((unsigned short)(i & 1 ? w[n][i / 2] >> 16 : w[n][i / 2] & 0xffffu)));
+#else
+        s[n][i] = __fmul_rn(s[n][i], scale);
+#endif
+#endif
+    return;
+  }}
 #pragma unroll
   for (int n = 0; n < KT / 8; ++n)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {{
       const int c = n * 8 + 2 * t + (i & 1);
-      float x = __fmul_rn(s[n][i], scale);
-      if (kMasked) x += kiln_word_to_f32((unsigned short)(i & 1 ? w[n][i / 2] >> 16 : w[n][i / 2] & 0xffffu));
+#if KILN_RAW_SCORES
+      const float x = s[n][i];
+#elif KILN_MASKED
+      const float x = fmaf(s[n][i], scale, kiln_word_to_f32((unsigned short)(i & 1 ? w[n][i / 2] >> 16 : w[n][i / 2] & 0xffffu)));
+#else
+      const float x = __fmul_rn(s[n][i], scale);
+#endif
       s[n][i] = c < keys_here ? x : -kiln_inf_f32();
     }}
 }}
 // One tile's online-softmax step: the running maxima m and this thread's parts l of the row sums move
 // on over the tile's scores s (maxima over the quad of threads that share the rows), s becomes the tile's
-// unnormalised probabilities, and alpha the factor for the output so far.
-KILN_DEV void kiln_online_softmax(float (&s)[KT / 8][4], float (&m)[2], float (&l)[2], float (&alpha)[2]) {{
-  const float kLog2e = 1.4426950408889634f;
+// unnormalised probabilities, and alpha the factor for the output so far. m is in the scores' units
+// (unscaled under KILN_RAW_SCORES, where the positive scale keeps their order).
+KILN_DEV void kiln_online_softmax(float (&s)[KT / 8][4], float (&m)[2], float (&l)[2], float (&alpha)[2], float scale) {{
+  const float kLog2e = KILN_RAW_SCORES ? scale * 1.4426950408889634f : 1.4426950408889634f;
   float tile_max[2] = {{-kiln_inf_f32(), -kiln_inf_f32()}};
 #pragma unroll
   for (int n = 0; n < KT / 8; ++n)
@@ -82,10 +105,11 @@ KILN_DEV void kiln_online_softmax(float (&s)[KT / 8][4], float (&m)[2], float (&
     alpha[i] = kiln_exp2((m[i] - m_ref[i]) * kLog2e);
     m[i] = mn;
   }}
+  const float shift[2] = {{-m_ref[0] * kLog2e, -m_ref[1] * kLog2e}};
 #pragma unroll
   for (int n = 0; n < KT / 8; ++n)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) s[n][i] = kiln_exp2(fmaf(s[n][i], kLog2e, -m_ref[i / 2] * kLog2e));
+    for (int i = 0; i < 4; ++i) s[n][i] = kiln_exp2(fmaf(s[n][i], kLog2e, shift[i / 2]));
 #pragma unroll
   for (int i = 0; i < 2; ++i) {{
     float sum = 0.0f;
@@ -141,7 +165,8 @@ KILN_DEV void kiln_store_rows(const float (&o)[D / 8][4], const float (&m)[2], f
   }}
 }}
 )",
-                     fmt::arg("guard", spec.guard ? 1 : 0),
+                     fmt::arg("guard", spec.guard ? 1 : 0), fmt::arg("masked", spec.mask ? 1 : 0),
+                     fmt::arg("raw", !spec.mask && spec.positive_scale ? 1 : 0),
                      fmt::arg("widen", bf16 ? "kiln_bf16_to_f32" : "kiln_f16_to_f32"),
                      fmt::arg("narrow", bf16 ? "kiln_f32_to_bf16" : "kiln_f32_to_f16"));
 }

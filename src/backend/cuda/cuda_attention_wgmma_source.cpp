@@ -179,8 +179,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ATTENTION_NAME(
     kiln_wgmma_wait<0>();
     kiln_fence_acc(s);
     if (lane == 0) kiln_bar_arrive(k_empty);
-    kiln_scores<{masked}>(s, mask_w, scale, t, keys_here);
-    kiln_online_softmax(s, m, l, alpha);
+    kiln_scores(s, mask_w, scale, t, keys_here);
+    kiln_online_softmax(s, m, l, alpha, scale);
 #pragma unroll
     for (int kk = 0; kk < KT / 16; ++kk) kiln_p_fragment(p[kk], s, kk);
   }
@@ -195,8 +195,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ATTENTION_NAME(
     kiln_wgmma_wait<1>();  // the next tile's scores are in; P V is still running
     kiln_fence_acc(s);
     if (lane == 0) kiln_bar_arrive(k_empty + 8 * nst);
-    kiln_scores<{masked}>(s, mask_w, scale, t, keys_here);
-    kiln_online_softmax(s, m, l, alpha);
+    kiln_scores(s, mask_w, scale, t, keys_here);
+    kiln_online_softmax(s, m, l, alpha, scale);
     kiln_wgmma_wait<0>();
     kiln_fence_acc(o);
     if (lane == 0) kiln_bar_arrive(v_empty + 8 * st);
@@ -224,8 +224,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ATTENTION_NAME(
     kiln_fence_acc(s);
     if (lane == 0) kiln_bar_arrive(k_empty + 8 * st);
     // Scale, mask and -inf past Sk (rows past Sq read row Sq - 1's mask; they are never stored).
-    kiln_scores<{masked}>(s, mask_w, scale, t, keys_here);
-    kiln_online_softmax(s, m, l, alpha);
+    kiln_scores(s, mask_w, scale, t, keys_here);
+    kiln_online_softmax(s, m, l, alpha, scale);
     kiln_rescale(o, alpha);
 #pragma unroll
     for (int kk = 0; kk < KT / 16; ++kk) kiln_p_fragment(p[kk], s, kk);
@@ -253,9 +253,12 @@ bool attention_uses_wgmma(const AttentionSpec& spec) {
   return (spec.dtype == DType::bf16 || spec.dtype == DType::f16) && (spec.head_dim == 64 || spec.head_dim == 128);
 }
 
-int attention_wgmma_consumers(int64_t tiles_of_128_rows, int sm_count) {
-  if (tiles_of_128_rows <= 0) return 2;  // symbolic
-  return tiles_of_128_rows >= sm_count ? 2 : 1;
+int attention_wgmma_consumers(int64_t batch_heads, int64_t sq, int sm_count) {
+  if (batch_heads <= 0 || sq <= 0 || sm_count <= 0) return 2;  // symbolic
+  // Waves of blocks times a block's time: one of two consumers took 1.23-1.31x one of one on the H200
+  // (S = 512, 2048, 8192; docs/PERFORMANCE.md, session 16), so 1.3.
+  auto waves = [&](int64_t c) { return (batch_heads * ((sq + 64 * c - 1) / (64 * c)) + sm_count - 1) / sm_count; };
+  return double(waves(1)) < 1.3 * double(waves(2)) ? 1 : 2;
 }
 
 size_t attention_wgmma_shared_bytes(const AttentionSpec& spec) {
@@ -288,7 +291,6 @@ std::string attention_wgmma_source(const std::string& name, const AttentionSpec&
   };
   put("{mask_rows}", attention_mask_rows(spec));
   put("{mask_load}", attention_mask_load(spec));
-  put("{masked}", spec.mask ? "true" : "false");
   return c + body;
 }
 
