@@ -154,7 +154,9 @@ void reduce_log_sum_exp(OnnxGraphReader& b, NodeForm& n) {
 constexpr RewriteRow kRewrites[] = {
     {"Attention", attention_rewrite},
     {"Dropout", dropout},
+    {"GroupNormalization", group_normalization},
     {"InstanceNormalization", instance_normalization},
+    {"LRN", lrn},
     {"NegativeLogLikelihoodLoss", negative_log_likelihood_loss},
     {"RMSNormalization", rms_normalization},
     {"ReduceL1", reduce_l1},

@@ -49,6 +49,8 @@ void rms_normalization(OnnxGraphReader& b, NodeForm& n);
 void negative_log_likelihood_loss(OnnxGraphReader& b, NodeForm& n);
 void softmax_cross_entropy_loss(OnnxGraphReader& b, NodeForm& n);
 void instance_normalization(OnnxGraphReader& b, NodeForm& n);
+void group_normalization(OnnxGraphReader& b, NodeForm& n);
+void lrn(OnnxGraphReader& b, NodeForm& n);
 void attention_rewrite(OnnxGraphReader& b, NodeForm& n);  // import_rewrites_attention.cpp
 
 }  // namespace kiln::rewrites

@@ -1,5 +1,5 @@
 // Activations and elementwise functions that kiln reads as their ONNX function bodies over kiln ops:
-// Swish, Gelu, Selu, Celu, ThresholdedRelu, Softsign, Shrink, Mish, Sign, PRelu, Round, the hyperbolic
+// Swish, SwiGLU, Gelu, Selu, Celu, ThresholdedRelu, Softsign, Shrink, Mish, Sign, PRelu, Round, the hyperbolic
 // and inverse hyperbolic functions and Tan; and Hardmax, LpNormalization, MeanVarianceNormalization,
 // GlobalMaxPool and EyeLike over ArgMax, Range and the Reduce ops; the Hann, Hamming and Blackman
 // windows over Range and Cos.
@@ -36,6 +36,15 @@ void swish(OnnxGraphReader& r, NodeForm& n) {
   double alpha = n.float_attr("alpha", 1.0);
   ValueId s = f.op(OpKind::Sigmoid, {alpha == 1.0 ? f.x : f.op(OpKind::Mul, {f.x, f.c(alpha)})});
   f.out(OpKind::Mul, {f.x, s});
+}
+
+// SwiGLU(a, b) = Swish(a, alpha) b, its function body.
+void swiglu(OnnxGraphReader& r, NodeForm& n) {
+  Body f(r, n);
+  if (!n.has_input(1)) user_error("{}: input 1 (b) is missing", n.desc());
+  double alpha = n.float_attr("alpha", 1.0);
+  ValueId s = f.op(OpKind::Sigmoid, {alpha == 1.0 ? f.x : f.op(OpKind::Mul, {f.x, f.c(alpha)})});
+  f.out(OpKind::Mul, {f.op(OpKind::Mul, {f.x, s}), n.inputs[1]});
 }
 
 // approximate "none": 0.5 x (1 + erf(x / sqrt 2)); "tanh": 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
@@ -333,6 +342,7 @@ std::span<const RewriteRow> math_rewrites() {
       {"Sign", sign},
       {"Sinh", sinh},
       {"Softsign", softsign},
+      {"SwiGLU", swiglu},
       {"Swish", swish},
       {"Tan", tan},
       {"ThresholdedRelu", thresholded_relu},

@@ -1,8 +1,11 @@
-// RMSNormalization, InstanceNormalization, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss read
-// as kiln ops: the normalisations as their ONNX function bodies (ReduceMean, Sqrt, Div, ...), the losses as a
+// RMSNormalization, InstanceNormalization, GroupNormalization, LRN, NegativeLogLikelihoodLoss and
+// SoftmaxCrossEntropyLoss read as kiln ops: the normalisations as their ONNX function bodies (ReduceMean,
+// Sqrt, Div, ...; LRN's window sum as shifted slices), the losses as a
 // GatherElements of the log-probabilities (after LogSoftmax for the cross entropy) with their weights
 // and reduction.
 #include <fmt/format.h>
+
+#include <limits>
 
 #include "onnx/import_rewrites.h"
 #include "support/error.h"
@@ -127,6 +130,79 @@ void instance_normalization(OnnxGraphReader& b, NodeForm& n) {
   ValueId scale = add(b, n, OpKind::Reshape, {n.inputs[1], shape}, "scale");
   ValueId bias = add(b, n, OpKind::Reshape, {n.inputs[2], shape}, "bias");
   add(b, n, OpKind::Add, {add(b, n, OpKind::Mul, {normed, scale}, "scaled"), bias}, "out", {}, n.outputs[0]);
+}
+
+// Y = (X - mean) / sqrt(var + epsilon) over each group of C / num_groups channels (and the spatial
+// axes) of each n, then scale and bias per channel (opset 21); in f32 for halves (stash_type 1).
+void group_normalization(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  if (!n.has_input(1) || !n.has_input(2)) user_error("{}: inputs scale and bias are required", n.desc());
+  if (n.int_attr("stash_type", 1) != 1) unsupported("{}: stash_type {} is not supported (1: f32)", n.desc(), n.int_attr("stash_type", 1));
+  const int64_t groups = n.int_attr("num_groups", 0);
+  if (groups < 1) user_error("{}: num_groups must be at least 1, is {}", n.desc(), groups);
+  ValueId x = n.inputs[0];
+  std::optional<int> rank = b.known_rank(x);
+  if (!rank) unsupported("{}: the input's rank must be declared", n.desc());
+  if (*rank < 2) user_error("{}: the input must have rank 2 or more, has {}", n.desc(), *rank);
+  if (const Dim& c = b.graph().value(x).type.shape[1]; c.is_static() && c.value % groups != 0)
+    user_error("{}: {} channels do not divide into {} groups", n.desc(), c.value, groups);
+  std::optional<DType> t = b.known_dtype(x);
+  const bool widen = t != DType::f32 && t != DType::f64;
+  ValueId xs = x;
+  if (widen) {
+    AttrMap to;
+    to["to"] = Attribute{std::string(dtype_name(DType::f32))};
+    xs = add(b, n, OpKind::Cast, {x}, "f32", std::move(to));
+  }
+  ValueId grouped = add(b, n, OpKind::Reshape, {xs, b.constant_i64(n.name + "_groups", {0, groups, -1})}, "grouped");
+  ValueId axes = b.constant_i64(n.name + "_axes", {2});
+  AttrMap keep;
+  keep["keepdims"] = Attribute{int64_t{1}};
+  ValueId mean = add(b, n, OpKind::ReduceMean, {grouped, axes}, "mean", keep);
+  ValueId centred = add(b, n, OpKind::Sub, {grouped, mean}, "centred");
+  ValueId var = add(b, n, OpKind::ReduceMean, {add(b, n, OpKind::Mul, {centred, centred}, "square"), axes}, "var", keep);
+  ValueId eps = b.scalar_like(n.name + "_epsilon", n.float_attr("epsilon", 1e-5), xs);
+  ValueId normed = add(b, n, OpKind::Div, {centred, add(b, n, OpKind::Sqrt, {add(b, n, OpKind::Add, {var, eps}, "var_eps")}, "std")}, "normalized");
+  normed = add(b, n, OpKind::Reshape, {normed, add(b, n, OpKind::Shape, {x}, "shape")}, "ungrouped");
+  if (widen) normed = add(b, n, OpKind::CastLike, {normed, x}, "normalized_cast");
+  std::vector<int64_t> per_channel{-1};
+  for (int a = 2; a < *rank; ++a) per_channel.push_back(1);
+  ValueId shape = b.constant_i64(n.name + "_channel_shape", per_channel);
+  ValueId scale = add(b, n, OpKind::Reshape, {n.inputs[1], shape}, "scale");
+  ValueId bias = add(b, n, OpKind::Reshape, {n.inputs[2], shape}, "bias");
+  add(b, n, OpKind::Add, {add(b, n, OpKind::Mul, {normed, scale}, "scaled"), bias}, "out", {}, n.outputs[0]);
+}
+
+// Y = X / (bias + alpha / size * S)^beta, S the sum of X^2 over the channels c - floor((size - 1) / 2) to
+// c + ceil((size - 1) / 2) (those that exist): the squares padded with zeros along the channels and
+// `size` shifted slices of them added, so that a NaN or inf reaches only its own window.
+void lrn(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  const int64_t size = n.int_attr("size", 0);
+  if (size < 1) user_error("{}: attribute 'size' must be at least 1, is {}", n.desc(), size);
+  ValueId x = n.inputs[0];
+  std::optional<int> rank = b.known_rank(x);
+  if (!rank) unsupported("{}: the input's rank must be declared", n.desc());
+  if (*rank < 2) user_error("{}: the input must have rank 2 or more, has {}", n.desc(), *rank);
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  std::vector<int64_t> pads(size_t(2 * *rank), 0);
+  pads[1] = before;
+  pads[size_t(*rank + 1)] = after;
+  ValueId square = add(b, n, OpKind::Mul, {x, x}, "square");
+  ValueId padded = add(b, n, OpKind::Pad, {square, b.constant_i64(n.name + "_pads", pads)}, "padded");
+  ValueId axis = b.constant_i64(n.name + "_axis", {1});
+  ValueId sum = kNoValue;
+  for (int64_t k = 0; k < size; ++k) {  // the window's k-th channel: padded[:, k : k + C]
+    const int64_t end = k - (size - 1) == 0 ? std::numeric_limits<int64_t>::max() : k - (size - 1);
+    ValueId slice = add(b, n, OpKind::Slice, {padded, b.constant_i64(n.name + "_start", {k}),
+                                              b.constant_i64(n.name + "_end", {end}), axis},
+                        "window");
+    sum = sum == kNoValue ? slice : add(b, n, OpKind::Add, {sum, slice}, "window_sum");
+  }
+  ValueId scaled = add(b, n, OpKind::Mul, {sum, b.scalar_like(n.name + "_alpha", n.float_attr("alpha", 1e-4) / double(size), x)}, "scaled");
+  ValueId base = add(b, n, OpKind::Add, {scaled, b.scalar_like(n.name + "_bias", n.float_attr("bias", 1.0), x)}, "base");
+  ValueId denom = add(b, n, OpKind::Pow, {base, b.scalar_like(n.name + "_beta", n.float_attr("beta", 0.75), x)}, "denominator");
+  add(b, n, OpKind::Div, {x, denom}, "out", {}, n.outputs[0]);
 }
 
 void negative_log_likelihood_loss(OnnxGraphReader& b, NodeForm& n) {

@@ -1,9 +1,10 @@
 // DepthToSpace and SpaceToDepth (modes DCR and CRD) read as Reshape, Transpose, Reshape, with the
 // shapes computed from the input's (folded to constants where its shape is static); OneHot as an Equal
 // of the indices against a Range of the classes, choosing between its two values; Scatter as
-// ScatterElements.
+// ScatterElements; MaxUnpool as a ScatterElements into zeros.
 #include <fmt/format.h>
 
+#include <cstring>
 #include <optional>
 
 #include "onnx/import_rewrites.h"
@@ -126,11 +127,68 @@ void scatter(OnnxGraphReader& b, NodeForm& n) {
       one_attr("axis", Attribute{n.int_attr("axis", 0)}), n.outputs[0]);
 }
 
+// A list-of-integers attribute, or `def` where it is absent.
+std::vector<int64_t> ints_attr(const NodeForm& n, const char* name, std::vector<int64_t> def) {
+  auto it = n.attrs.find(name);
+  if (it == n.attrs.end()) return def;
+  const auto* list = std::get_if<std::vector<int64_t>>(&it->second.value);
+  if (!list) user_error("{}: attribute '{}' must be a list of integers", n.desc(), name);
+  return *list;
+}
+
+// MaxUnpool: zeros of the unpooled shape, (in - 1) stride + kernel - pads over X's spatial dims (static),
+// with the elements at I (MaxPool's indices into that tensor, flattened) set to X's, as a ScatterElements
+// into the flattened zeros; an output_shape (input 2) pads the result with zeros at the end of each axis,
+// as ONNX's reference and test data do (the indices keep the unpooled shape's meaning).
+void max_unpool(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  if (!n.has_input(1)) user_error("{}: input 1 (I, the indices) is missing", n.desc());
+  ValueId x = n.inputs[0];
+  std::optional<DType> t = b.known_dtype(x);
+  if (!t) unsupported("{}: the input's element type must be declared", n.desc());
+  std::optional<int> rank = b.known_rank(x);
+  if (!rank) unsupported("{}: the input's rank must be declared", n.desc());
+  if (*rank < 3) user_error("{}: the input must have rank 3 or more, has {}", n.desc(), *rank);
+  const size_t spatial = size_t(*rank - 2);
+  const std::vector<int64_t> kernel = ints_attr(n, "kernel_shape", {});
+  const std::vector<int64_t> strides = ints_attr(n, "strides", std::vector<int64_t>(spatial, 1));
+  const std::vector<int64_t> pads = ints_attr(n, "pads", std::vector<int64_t>(2 * spatial, 0));
+  if (kernel.size() != spatial || strides.size() != spatial || pads.size() != 2 * spatial)
+    user_error("{}: kernel_shape, strides and pads must give {} spatial axes", n.desc(), spatial);
+  std::vector<int64_t> unpooled;
+  for (size_t i = 0; i < size_t(*rank); ++i) {
+    const Dim& d = b.graph().value(x).type.shape[i];
+    if (!d.is_static()) unsupported("{}: the input's dims must be static", n.desc());
+    const int64_t j = int64_t(i) - 2;
+    unpooled.push_back(j < 0 ? d.value : (d.value - 1) * strides[size_t(j)] + kernel[size_t(j)] - pads[size_t(j)] - pads[spatial + size_t(j)]);
+    if (unpooled.back() < 0) user_error("{}: output dim {} would be {}", n.desc(), i, unpooled.back());
+  }
+  ValueId shape = b.constant_i64(n.name + "_shape", unpooled);
+  Tensor zero = Tensor::empty(*t, {1});
+  std::memset(zero.raw(), 0, dtype_size(*t));
+  ValueId zeros = add(b, n, OpKind::ConstantOfShape, {shape}, "zeros", one_attr("value", Attribute{std::move(zero)}));
+  ValueId flat = b.constant_i64(n.name + "_flat", {-1});
+  ValueId scattered = add(b, n, OpKind::ScatterElements,
+                          {add(b, n, OpKind::Reshape, {zeros, flat}, "zeros_flat"),
+                           add(b, n, OpKind::Reshape, {n.inputs[1], flat}, "indices_flat"),
+                           add(b, n, OpKind::Reshape, {x, flat}, "values_flat")},
+                          "scattered", one_attr("axis", Attribute{int64_t{0}}));
+  if (!n.has_input(2)) {
+    add(b, n, OpKind::Reshape, {scattered, shape}, "out", {}, n.outputs[0]);
+    return;
+  }
+  ValueId y = add(b, n, OpKind::Reshape, {scattered, shape}, "unpooled");
+  ValueId after = add(b, n, OpKind::Sub, {cast_to(b, n, n.inputs[2], DType::i64), shape}, "pads_after");
+  ValueId all_pads = concat(b, n, {b.constant_i64(n.name + "_pads_before", std::vector<int64_t>(size_t(*rank), 0)), after});
+  add(b, n, OpKind::Pad, {y, all_pads}, "out", {}, n.outputs[0]);
+}
+
 }  // namespace
 
 std::span<const RewriteRow> shape_rewrites() {
   static constexpr RewriteRow kRows[] = {
       {"DepthToSpace", depth_to_space},
+      {"MaxUnpool", max_unpool},
       {"OneHot", one_hot},
       {"Scatter", scatter},
       {"SpaceToDepth", space_to_depth},
