@@ -8,7 +8,10 @@ set(KILN_CUDA_ROOT /usr/local/cuda CACHE PATH
 if(EXISTS ${KILN_CUDA_ROOT}/include/cuda.h AND EXISTS ${KILN_CUDA_ROOT}/include/nvrtc.h)
   # The device layer needs only kiln_support; the backend on top of it (cuda_backend.cpp and its kernels)
   # uses the emitters, the schedule and the host shape code of the views.
-  kiln_module(kiln_cuda src/backend/cuda kiln_codegen kiln_schedule kiln_ops ${CMAKE_DL_LIBS})
+  kiln_module(kiln_cuda src/backend/cuda kiln_codegen kiln_schedule kiln_ops kiln_autotune ${CMAKE_DL_LIBS})
+  # Measured choices in the tuning store are filed under the build's commit (cuda_choice_store.cpp).
+  target_include_directories(kiln_cuda PRIVATE ${PROJECT_BINARY_DIR}/gen)
+  add_dependencies(kiln_cuda kiln_git_commit)
   # PUBLIC: cuda_driver.h and cuda_objects.h use cuda.h's types, so whoever includes them (tests/cuda) needs it.
   target_include_directories(kiln_cuda SYSTEM PUBLIC ${KILN_CUDA_ROOT}/include)
   target_compile_definitions(kiln_cuda PUBLIC KILN_HAVE_CUDA=1 PRIVATE KILN_CUDA_ROOT="${KILN_CUDA_ROOT}")

@@ -112,18 +112,30 @@ int GemmTemplateRoute::choose(int64_t m, CUdeviceptr a, CUdeviceptr residual,
     std::lock_guard lock(mutex_);
     if (auto it = choices_.find(m); it != choices_.end()) return it->second;
   }
-  // Inside a capture nothing can be timed: the library for now (with `on`, the first template that takes
-  // the operands), measured on a later run.
-  if (runtime_.capturing()) {
+  // The library (with `on`, the first template that takes the operands).
+  auto fallback = [&] {
     if (library_allowed_) return -1;
     for (size_t i = 0; i < kernels_.size(); ++i)
       if (kernels_[i]->accepts(args(m, a, residual, 0))) return int(i);
     internal_error("{}: no GEMM template takes these operands", what_);
-  }
-  const int choice = runtime_.measured_choice(
-      fmt::format("gemm template {} {}x{}x{} {}", dtype_name(dtype_), m, n_, k_,
-                  gemm_epilogue_name(kernels_.front()->spec().epilogue)),
-      [&] { return measure(m, a, residual, library); });
+  };
+  // Inside a capture nothing can be timed: the fallback for now, measured on a later run.
+  if (runtime_.capturing()) return fallback();
+  // Keyed by the candidates too (the choice is an index into them) and by whether the library may win.
+  std::string configs;
+  for (const auto& kernel : kernels_) configs += gemm_config_name(kernel->spec().config) + " ";
+  bool stored = false;
+  int choice = runtime_.measured_choice(
+      fmt::format("gemm template {} {}x{}x{} {} {} {}", dtype_name(dtype_), m, n_, k_,
+                  gemm_epilogue_name(kernels_.front()->spec().epilogue), library_allowed_ ? "auto" : "on",
+                  content_name("configs", configs)),
+      [&] { return measure(m, a, residual, library); }, &stored);
+  if (choice < -1 || choice >= int(kernels_.size()) || (choice == -1 && !library_allowed_) ||
+      (choice >= 0 && !kernels_[size_t(choice)]->accepts(args(m, a, residual, 0))))
+    choice = fallback();  // a store file not written by this build, or operands it cannot read
+  if (stored && debug_)
+    std::fprintf(stderr, "route: %s, %lld rows: %s (from the tuning store)\n", what_.c_str(), static_cast<long long>(m),
+                 choice < 0 ? "cuBLASLt" : ("GEMM template " + gemm_config_name(kernels_[size_t(choice)]->spec().config)).c_str());
   std::lock_guard lock(mutex_);
   return choices_.emplace(m, choice).first->second;
 }

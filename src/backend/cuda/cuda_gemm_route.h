@@ -3,7 +3,8 @@
 // run on the wgmma template instead of cuBLASLt plus a separate epilogue kernel. Which one runs is
 // measured on the device, per product shape, on the first run outside a CUDA-graph capture: every
 // template config against the library path as it would run; a template that disagrees with the library's
-// result cannot win. Setting cuda_gemm_templates: auto (measured), on (the fastest template, the library
+// result cannot win. The choice is kept in the tuning store (cuda_choice_store.h): the next process on
+// the same GPU and build takes it without measuring. Setting cuda_gemm_templates: auto (measured), on (the fastest template, the library
 // never), off (the library only: no route is made).
 #pragma once
 #include <cstdint>

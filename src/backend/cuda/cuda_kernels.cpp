@@ -41,6 +41,7 @@ void MatmulPlans::run(const GemmProblem& p, CUdeviceptr a, CUdeviceptr b, CUdevi
       algorithm = timed ? runtime_.measured_choice("cublaslt " + key,
                                                    [&] { return fastest(*plan->matmul, a, b, bias, residual); })
                         : 0;
+      if (algorithm >= plan->matmul->algorithms()) algorithm = 0;  // a store file not written by this build
       std::lock_guard lock(mutex_);
       plans_.at(key).algorithm = algorithm;
     }

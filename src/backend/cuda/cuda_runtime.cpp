@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/cubin_cache.h"
+#include "backend/cuda/cublaslt.h"
+#include "backend/cuda/cuda_choice_store.h"
 #include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/device_ops.h"
@@ -79,13 +81,24 @@ void CudaRuntime::replay(const void* graph) const {
   check(driver().cuGraphLaunch(static_cast<const Capture*>(graph)->exec, stream_.handle()), "cuGraphLaunch");
 }
 
-int CudaRuntime::measured_choice(const std::string& key, const std::function<int()>& measure) const {
+int CudaRuntime::measured_choice(const std::string& key, const std::function<int()>& measure, bool* stored) const {
+  if (stored) *stored = false;
   {
     std::lock_guard lock(choices_mutex_);
     if (auto it = choices_.find(key); it != choices_.end()) return it->second;
+    if (!choice_store_) {
+      std::string libraries = "cublaslt none";
+      if (cublaslt_available()) libraries = fmt::format("cublaslt {}", cublaslt().version);
+      choice_store_ = std::make_unique<ChoiceStore>(cache_options_, info(), driver().driver_version, libraries);
+    }
+    if (std::optional<int> c = choice_store_->lookup(key)) {
+      if (stored) *stored = true;
+      return choices_.emplace(key, *c).first->second;
+    }
   }
   const int choice = measure();  // unlocked: it runs work on the stream (two threads may both measure)
   std::lock_guard lock(choices_mutex_);
+  choice_store_->store(key, choice);
   return choices_.emplace(key, choice).first->second;
 }
 

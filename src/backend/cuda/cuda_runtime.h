@@ -14,6 +14,7 @@
 
 namespace kiln::backend::cuda {
 
+class ChoiceStore;
 class DeviceOps;
 
 class CudaRuntime final : public DeviceRuntime {
@@ -40,9 +41,10 @@ class CudaRuntime final : public DeviceRuntime {
   void replay(const void* graph) const override;
   bool capturing() const { return capturing_ != nullptr; }
 
-  // A choice measured once per runtime (the fastest cuBLASLt algorithm of a problem): `measure()` the
-  // first time `key` is asked for, the remembered answer after that.
-  int measured_choice(const std::string& key, const std::function<int()>& measure) const;
+  // A choice measured once (the fastest cuBLASLt algorithm of a problem, a GEMM template or the library):
+  // the remembered answer, else the tuning store's (cuda_choice_store.h), else `measure()`'s, which is
+  // then stored. `stored` (if given) says whether the answer came from the store.
+  int measured_choice(const std::string& key, const std::function<int()>& measure, bool* stored = nullptr) const;
 
   // Timing with events on the stream (cuEventRecord; cuEventElapsedTime after synchronize; cuda_timing.cpp).
   // Marking while the stream is being captured is an InternalError: the event would be a node of the graph.
@@ -69,6 +71,7 @@ class CudaRuntime final : public DeviceRuntime {
   std::shared_ptr<EventPool> events_;  // timing events marks give back, so a profiled run creates none
   mutable std::mutex choices_mutex_;
   mutable std::map<std::string, int> choices_;
+  mutable std::unique_ptr<ChoiceStore> choice_store_;  // opened on the first choice not remembered
   mutable std::once_flag ops_once_;
   mutable std::unique_ptr<DeviceOps> ops_;
 };
