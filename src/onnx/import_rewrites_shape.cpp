@@ -1,7 +1,8 @@
 // DepthToSpace and SpaceToDepth (modes DCR and CRD) read as Reshape, Transpose, Reshape, with the
 // shapes computed from the input's (folded to constants where its shape is static); OneHot as an Equal
 // of the indices against a Range of the classes, choosing between its two values; Scatter as
-// ScatterElements; MaxUnpool as a ScatterElements into zeros.
+// ScatterElements; MaxUnpool as a ScatterElements into zeros; AffineGrid as a MatMul of the normalised
+// coordinates with theta.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -183,10 +184,81 @@ void max_unpool(OnnxGraphReader& b, NodeForm& n) {
   add(b, n, OpKind::Pad, {y, all_pads}, "out", {}, n.outputs[0]);
 }
 
+// AffineGrid: the normalised coordinates of every output position, (x, y, 1) over [H, W] (2-D) or
+// (x, y, z, 1) over [D, H, W] (3-D), x along the width, times theta^T per batch: [N, H*W, 3] x [N, 3, 2],
+// reshaped to [N, H, W, 2]. A coordinate i of an axis of length L is -1 + 2i / (L - 1) with align_corners
+// (-1 where L = 1, as linspace gives), else -1 + (2i + 1) / L. The sizes come from `size` at run time.
+void affine_grid(OnnxGraphReader& b, NodeForm& n) {
+  need_io(n);
+  if (!n.has_input(1)) user_error("{}: input 1 (size) is missing", n.desc());
+  ValueId theta = n.inputs[0];
+  std::optional<int> rank = b.known_rank(theta);
+  if (!rank || *rank != 3) unsupported("{}: theta must be declared of rank 3", n.desc());
+  const Dim& rows = b.graph().value(theta).type.shape[1];
+  if (!rows.is_static() || (rows.value != 2 && rows.value != 3))
+    unsupported("{}: theta must be [N, 2, 3] or [N, 3, 4] with static sizes", n.desc());
+  const int64_t dims = rows.value;  // spatial axes
+  const bool align = n.int_attr("align_corners", 0) != 0;
+  ValueId size = cast_to(b, n, n.inputs[1], DType::i64);
+  auto size_at = [&](int64_t i) { return add(b, n, OpKind::Gather, {size, b.constant_i64(n.name + "_at", {i})}, "dim"); };
+  auto f32 = [&](ValueId v) {
+    AttrMap to;
+    to["to"] = Attribute{std::string(dtype_name(DType::f32))};
+    return add(b, n, OpKind::Cast, {v}, "f32", std::move(to));
+  };
+  auto scalar = [&](double v) { return b.graph().add_constant(b.unique_name(n.name + "_c"), Tensor::scalar(DType::f32, float(v))); };
+  // The spatial lengths, outermost first (D, H, W or H, W), and each axis's coordinates as f32 [L].
+  std::vector<ValueId> lengths, coords;
+  for (int64_t a = 0; a < dims; ++a) lengths.push_back(size_at(2 + a));
+  for (ValueId len : lengths) {
+    ValueId scalar_len = add(b, n, OpKind::Squeeze, {len, b.constant_i64(n.name + "_axis0", {0})}, "length");
+    ValueId i = f32(add(b, n, OpKind::Range, {b.graph().add_constant(b.unique_name(n.name + "_zero"), Tensor::scalar(DType::i64, int64_t{0})),
+                                               scalar_len,
+                                               b.graph().add_constant(b.unique_name(n.name + "_one"), Tensor::scalar(DType::i64, int64_t{1}))},
+                        "index"));
+    ValueId lf = f32(scalar_len);
+    ValueId c;
+    if (align) {  // -1 + i * 2 / max(L - 1, 1)
+      ValueId steps = add(b, n, OpKind::Max, {add(b, n, OpKind::Sub, {lf, scalar(1)}, "steps"), scalar(1)}, "steps_1");
+      c = add(b, n, OpKind::Add, {add(b, n, OpKind::Mul, {i, add(b, n, OpKind::Div, {scalar(2), steps}, "step")}, "scaled"), scalar(-1)}, "coord");
+    } else {  // -1 + (2 i + 1) / L
+      ValueId odd = add(b, n, OpKind::Add, {add(b, n, OpKind::Mul, {i, scalar(2)}, "twice"), scalar(1)}, "odd");
+      c = add(b, n, OpKind::Add, {add(b, n, OpKind::Div, {odd, lf}, "ratio"), scalar(-1)}, "coord");
+    }
+    coords.push_back(c);
+  }
+  // Each coordinate broadcast over the grid [L0, ..., 1] as its own axis, then stacked x first.
+  ValueId grid_shape = concat(b, n, lengths);
+  std::vector<ValueId> planes;
+  for (int64_t a = dims - 1; a >= 0; --a) {  // x (the last axis), y, z
+    std::vector<int64_t> shape(size_t(dims), 1);
+    shape[size_t(a)] = -1;
+    ValueId along = add(b, n, OpKind::Reshape, {coords[size_t(a)], b.constant_i64(n.name + "_along", shape)}, "along");
+    planes.push_back(add(b, n, OpKind::Expand, {along, grid_shape}, "plane"));
+  }
+  planes.push_back(add(b, n, OpKind::Expand, {scalar(1), grid_shape}, "ones"));
+  ValueId last = b.constant_i64(n.name + "_last", {-1});
+  for (ValueId& p : planes) p = add(b, n, OpKind::Unsqueeze, {p, last}, "component");
+  AttrMap axis;
+  axis["axis"] = Attribute{int64_t{-1}};
+  ValueId base = add(b, n, OpKind::Concat, std::move(planes), "base", std::move(axis));
+  base = add(b, n, OpKind::Reshape, {base, b.constant_i64(n.name + "_rows", {1, -1, dims + 1})}, "base_rows");
+  base = add(b, n, OpKind::CastLike, {base, theta}, "base_typed");
+  AttrMap perm;
+  perm["perm"] = Attribute{std::vector<int64_t>{0, 2, 1}};
+  ValueId theta_t = add(b, n, OpKind::Transpose, {theta}, "theta_t", std::move(perm));
+  ValueId grid = add(b, n, OpKind::MatMul, {base, theta_t}, "grid_rows");
+  std::vector<ValueId> out_shape{size_at(0)};
+  for (ValueId len : lengths) out_shape.push_back(len);
+  out_shape.push_back(b.constant_i64(n.name + "_components", {dims}));
+  add(b, n, OpKind::Reshape, {grid, concat(b, n, out_shape)}, "out", {}, n.outputs[0]);
+}
+
 }  // namespace
 
 std::span<const RewriteRow> shape_rewrites() {
   static constexpr RewriteRow kRows[] = {
+      {"AffineGrid", affine_grid},
       {"DepthToSpace", depth_to_space},
       {"MaxUnpool", max_unpool},
       {"OneHot", one_hot},

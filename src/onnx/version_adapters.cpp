@@ -215,6 +215,7 @@ constexpr VersionStep kSteps[] = {
     {"LRN", 1, nullptr, "oldest read"}, {"LRN", 13, nullptr, "bf16"},
     {"MaxUnpool", 11, nullptr, "oldest read (9 is not)"}, {"MaxUnpool", 22, nullptr, "bf16"},
     {"SwiGLU", 28, nullptr, "the only version"},
+    {"AffineGrid", 20, nullptr, "the only version"},
     {"DepthToSpace", 1, nullptr, "oldest read (DCR)"}, {"DepthToSpace", 11, nullptr, "mode (CRD)"},
     {"DepthToSpace", 13, nullptr, "bf16"},
     {"SpaceToDepth", 1, nullptr, "oldest read"}, {"SpaceToDepth", 13, nullptr, "bf16"},

@@ -1,7 +1,8 @@
-// LRN, GroupNormalization, MaxUnpool and SwiGLU as the importer rewrites them (src/onnx/import_rewrites_nn.cpp,
-// _shape.cpp, _math.cpp), beyond the conformance cases: even and odd LRN windows with a NaN and an inf
-// that must stay inside their own window, groups over a 3-D input, unpooling with pads and an explicit
-// shape; each against an fp64 loop of the ONNX definition written here, in every mode. Then the refusals.
+// LRN, GroupNormalization, MaxUnpool, SwiGLU and AffineGrid as the importer rewrites them
+// (src/onnx/import_rewrites_nn.cpp, _shape.cpp, _math.cpp), beyond the conformance cases: even and odd LRN
+// windows with a NaN and an inf that must stay inside their own window, groups over a 3-D input,
+// unpooling with pads and an explicit shape, grids with an axis of length 1; each against an fp64 loop of
+// the ONNX definition written here, in every mode. Then the refusals.
 #include <cmath>
 #include <gtest/gtest.h>
 #include <fmt/format.h>
@@ -151,6 +152,39 @@ TEST(SwiGluImport, IsSwishOfATimesB) {
   }
 }
 
+// 2-D, align_corners 0 and 1, with W = 1 (align_corners: linspace's -1, not 0 / 0).
+TEST(AffineGridImport, MatchesTheLoopWithAnAxisOfLengthOne) {
+  const int64_t N = 2, H = 3, W = 1;
+  const std::vector<float> theta = random(N * 6, 11);
+  for (int64_t align : {0, 1}) {
+    auto m = make_model(20);
+    add_input(m, "theta", {N, 2, 3}), add_input(m, "size", {4}, TP::INT64);
+    attr_int(add_node(m, "AffineGrid", {"theta", "size"}, {"grid"}, "ag"), "align_corners", align);
+    add_output(m, "grid");
+    auto coord = [&](int64_t i, int64_t len) {
+      if (align) return len == 1 ? -1.0 : -1.0 + 2.0 * double(i) / double(len - 1);
+      return -1.0 + (2.0 * double(i) + 1.0) / double(len);
+    };
+    std::vector<double> want;
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          for (int64_t r = 0; r < 2; ++r) {
+            const float* t = &theta[size_t(b * 6 + r * 3)];
+            want.push_back(t[0] * coord(w, W) + t[1] * coord(h, H) + t[2]);
+          }
+    for (Mode mode : kModes) {
+      SCOPED_TRACE(fmt::format("align_corners {} mode {}", align, mode_name(mode)));
+      Session s = Session::from_graph(import_model(m), mode, Options{});
+      const Tensor grid = s.run({{"theta", Tensor::from_vector<float>(DType::f32, {N, 2, 3}, theta)},
+                                 {"size", Tensor::from_vector<int64_t>(DType::i64, {4}, {N, 5, H, W})}})
+                              .at("grid");
+      EXPECT_EQ(grid.shape(), (std::vector<int64_t>{N, H, W, 2}));
+      expect_near_all(grid, want, 1e-5);
+    }
+  }
+}
+
 TEST(NormUnpoolImport, Refusals) {
   auto lrn = make_model(13);
   add_input(lrn, "x", {1, 3, 2, 2});
@@ -169,6 +203,12 @@ TEST(NormUnpoolImport, Refusals) {
   attr_ints(add_node(unpool, "MaxUnpool", {"x", "i"}, {"y"}, "unpool"), "kernel_shape", {2});
   add_output(unpool, "y");
   expect_user_error(unpool, "kernel_shape, strides and pads must give 2 spatial axes");
+
+  auto grid = make_model(20);
+  add_input(grid, "theta", {2, 6}), add_input(grid, "size", {4}, TP::INT64);
+  add_node(grid, "AffineGrid", {"theta", "size"}, {"g"}, "ag");
+  add_output(grid, "g");
+  expect_user_error(grid, "theta must be declared of rank 3");  // an UnsupportedError, a kind of UserError
 }
 
 }  // namespace
