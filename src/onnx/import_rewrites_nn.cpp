@@ -18,6 +18,28 @@ ValueId float_scalar(OnnxGraphReader& b, const std::string& base, DType t, doubl
   return b.graph().add_constant(b.unique_name(base), std::move(c));
 }
 
+// (x - mean) / sqrt(var + epsilon), the moments over `axes` (a constant 1-D i64 tensor).
+ValueId normalized(OnnxGraphReader& b, const NodeForm& n, ValueId x, ValueId axes) {
+  AttrMap keep;
+  keep["keepdims"] = Attribute{int64_t{1}};
+  ValueId mean = add(b, n, OpKind::ReduceMean, {x, axes}, "mean", keep);
+  ValueId centred = add(b, n, OpKind::Sub, {x, mean}, "centred");
+  ValueId var = add(b, n, OpKind::ReduceMean, {add(b, n, OpKind::Mul, {centred, centred}, "square"), axes}, "var", keep);
+  ValueId eps = b.scalar_like(n.name + "_epsilon", n.float_attr("epsilon", 1e-5), x);
+  ValueId deviation = add(b, n, OpKind::Sqrt, {add(b, n, OpKind::Add, {var, eps}, "var_eps")}, "std");
+  return add(b, n, OpKind::Div, {centred, deviation}, "normalized");
+}
+
+// The node's output: normed * scale + bias, both [C] inputs 1 and 2 reshaped to [C, 1, ...] for `rank`.
+void per_channel_affine(OnnxGraphReader& b, const NodeForm& n, ValueId normed, int rank) {
+  std::vector<int64_t> per_channel{-1};
+  for (int a = 2; a < rank; ++a) per_channel.push_back(1);
+  ValueId shape = b.constant_i64(n.name + "_channel_shape", per_channel);
+  ValueId scale = add(b, n, OpKind::Reshape, {n.inputs[1], shape}, "scale");
+  ValueId bias = add(b, n, OpKind::Reshape, {n.inputs[2], shape}, "bias");
+  add(b, n, OpKind::Add, {add(b, n, OpKind::Mul, {normed, scale}, "scaled"), bias}, "out", {}, n.outputs[0]);
+}
+
 // loss[n, d...] = -input[n, target[n, d...], d...] * weight[target[n, d...]], 0 where target is
 // ignore_index; reduced by 'reduction' (mean: divided by the sum of the weights used).
 void nll(OnnxGraphReader& b, const NodeForm& n, ValueId input, ValueId target, ValueId weight, const std::string& out) {
@@ -116,20 +138,9 @@ void instance_normalization(OnnxGraphReader& b, NodeForm& n) {
   std::optional<int> rank = b.known_rank(x);
   if (!rank) unsupported("{}: the input's rank must be declared", n.desc());
   if (*rank < 3) user_error("{}: the input must have rank 3 or more, has {}", n.desc(), *rank);
-  std::vector<int64_t> spatial, per_channel{-1};
-  for (int64_t a = 2; a < *rank; ++a) spatial.push_back(a), per_channel.push_back(1);
-  ValueId axes = b.constant_i64(n.name + "_axes", spatial);
-  AttrMap keep;
-  keep["keepdims"] = Attribute{int64_t{1}};
-  ValueId mean = add(b, n, OpKind::ReduceMean, {x, axes}, "mean", keep);
-  ValueId centred = add(b, n, OpKind::Sub, {x, mean}, "centred");
-  ValueId var = add(b, n, OpKind::ReduceMean, {add(b, n, OpKind::Mul, {centred, centred}, "square"), axes}, "var", keep);
-  ValueId eps = b.scalar_like(n.name + "_epsilon", n.float_attr("epsilon", 1e-5), x);
-  ValueId normed = add(b, n, OpKind::Div, {centred, add(b, n, OpKind::Sqrt, {add(b, n, OpKind::Add, {var, eps}, "var_eps")}, "std")}, "normalized");
-  ValueId shape = b.constant_i64(n.name + "_channel_shape", per_channel);
-  ValueId scale = add(b, n, OpKind::Reshape, {n.inputs[1], shape}, "scale");
-  ValueId bias = add(b, n, OpKind::Reshape, {n.inputs[2], shape}, "bias");
-  add(b, n, OpKind::Add, {add(b, n, OpKind::Mul, {normed, scale}, "scaled"), bias}, "out", {}, n.outputs[0]);
+  std::vector<int64_t> spatial;
+  for (int64_t a = 2; a < *rank; ++a) spatial.push_back(a);
+  per_channel_affine(b, n, normalized(b, n, x, b.constant_i64(n.name + "_axes", spatial)), *rank);
 }
 
 // Y = (X - mean) / sqrt(var + epsilon) over each group of C / num_groups channels (and the spatial
@@ -155,22 +166,10 @@ void group_normalization(OnnxGraphReader& b, NodeForm& n) {
     xs = add(b, n, OpKind::Cast, {x}, "f32", std::move(to));
   }
   ValueId grouped = add(b, n, OpKind::Reshape, {xs, b.constant_i64(n.name + "_groups", {0, groups, -1})}, "grouped");
-  ValueId axes = b.constant_i64(n.name + "_axes", {2});
-  AttrMap keep;
-  keep["keepdims"] = Attribute{int64_t{1}};
-  ValueId mean = add(b, n, OpKind::ReduceMean, {grouped, axes}, "mean", keep);
-  ValueId centred = add(b, n, OpKind::Sub, {grouped, mean}, "centred");
-  ValueId var = add(b, n, OpKind::ReduceMean, {add(b, n, OpKind::Mul, {centred, centred}, "square"), axes}, "var", keep);
-  ValueId eps = b.scalar_like(n.name + "_epsilon", n.float_attr("epsilon", 1e-5), xs);
-  ValueId normed = add(b, n, OpKind::Div, {centred, add(b, n, OpKind::Sqrt, {add(b, n, OpKind::Add, {var, eps}, "var_eps")}, "std")}, "normalized");
+  ValueId normed = normalized(b, n, grouped, b.constant_i64(n.name + "_axes", {2}));
   normed = add(b, n, OpKind::Reshape, {normed, add(b, n, OpKind::Shape, {x}, "shape")}, "ungrouped");
   if (widen) normed = add(b, n, OpKind::CastLike, {normed, x}, "normalized_cast");
-  std::vector<int64_t> per_channel{-1};
-  for (int a = 2; a < *rank; ++a) per_channel.push_back(1);
-  ValueId shape = b.constant_i64(n.name + "_channel_shape", per_channel);
-  ValueId scale = add(b, n, OpKind::Reshape, {n.inputs[1], shape}, "scale");
-  ValueId bias = add(b, n, OpKind::Reshape, {n.inputs[2], shape}, "bias");
-  add(b, n, OpKind::Add, {add(b, n, OpKind::Mul, {normed, scale}, "scaled"), bias}, "out", {}, n.outputs[0]);
+  per_channel_affine(b, n, normed, *rank);
 }
 
 // Y = X / (bias + alpha / size * S)^beta, S the sum of X^2 over the channels c - floor((size - 1) / 2) to

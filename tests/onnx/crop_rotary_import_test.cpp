@@ -13,14 +13,6 @@ namespace {
 
 using TP = ::onnx::TensorProto;
 
-std::vector<float> random(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = nd(rng);
-  return v;
-}
-
 int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
@@ -87,7 +79,7 @@ TEST(CenterCropPadImport, CropsAndPadsAroundTheCentre) {
       for (size_t a = 0; a < c.shape.size(); ++a)
         c.symbolic ? dims.push_back("d" + std::to_string(a)) : dims.push_back(c.shape[a]);
       Session s = Session::from_graph(import_model(crop_model(dims, int64_t(c.target.size()), c.axes, c.elem)), mode, Options{});
-      auto x = random(numel(c.shape), seed++);
+      auto x = random_normal(numel(c.shape), seed++);
       Tensor shape = Tensor::from_vector<int64_t>(c.elem == TP::INT32 ? DType::i32 : DType::i64,
                                                   {int64_t(c.target.size())}, c.target);
       Tensor y = s.run({{"x", Tensor::from_vector<float>(DType::f32, c.shape, x)}, {"shape", shape}}).at("y");
@@ -138,9 +130,9 @@ TEST(RotaryEmbeddingImport, MatchesTheLoop) {
           r.three_d = three_d, r.interleaved = interleaved, r.positions = positions, r.rot = rot;
           r.symbolic = (seed % 2) == 0;
           const int64_t B = r.batch, S = r.seq, H = r.heads, D = r.head, half = r.half(), R = 2 * half;
-          auto x = random(B * S * H * D, seed++);
+          auto x = random_normal(B * S * H * D, seed++);
           const int64_t rows = r.positions ? r.max_pos : B * S;
-          auto cos = random(rows * half, seed++), sin = random(rows * half, seed++);
+          auto cos = random_normal(rows * half, seed++), sin = random_normal(rows * half, seed++);
           std::vector<int64_t> pos;
           for (int64_t i = 0; i < B * S; ++i) pos.push_back((i * 5 + 3) % r.max_pos);
           // The loop: element (b, h, s, d) of the 4-D form, or (b, s, h * D + d) of the 3-D one.

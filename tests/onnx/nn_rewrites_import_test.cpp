@@ -16,14 +16,6 @@ namespace {
 
 using TP = ::onnx::TensorProto;
 
-std::vector<float> random(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = nd(rng);
-  return v;
-}
-
 void expect_near_all(const Tensor& got, const std::vector<double>& want, double rel) {
   ASSERT_EQ(got.numel(), int64_t(want.size()));
   for (size_t i = 0; i < want.size(); ++i) {
@@ -44,7 +36,7 @@ TEST(LrnImport, MatchesTheLoopAndKeepsNanInItsWindow) {
     attr_int(n, "size", size);
     attr_float(n, "alpha", 0.02f), attr_float(n, "beta", 0.6f), attr_float(n, "bias", 1.5f);
     add_output(m, "y");
-    std::vector<float> x = random(N * C * plane, uint32_t(size));
+    std::vector<float> x = random_normal(N * C * plane, uint32_t(size));
     x[size_t(2 * plane)] = NAN;            // n 0, channel 2, first pixel
     x[size_t((C + 5) * plane + 1)] = INFINITY;  // n 1, channel 5, second pixel
     const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
@@ -76,7 +68,7 @@ TEST(GroupNormalizationImport, MatchesTheLoop) {
   add_input(m, "x", {N, C, L}), add_input(m, "scale", {C}), add_input(m, "bias", {C});
   attr_int(add_node(m, "GroupNormalization", {"x", "scale", "bias"}, {"y"}, "gn"), "num_groups", G);
   add_output(m, "y");
-  const std::vector<float> x = random(N * C * L, 7), scale = random(C, 8), bias = random(C, 9);
+  const std::vector<float> x = random_normal(N * C * L, 7), scale = random_normal(C, 8), bias = random_normal(C, 9);
   std::vector<double> want(x.size());
   for (int64_t b = 0; b < N; ++b)
     for (int64_t g = 0; g < G; ++g) {
@@ -140,7 +132,7 @@ TEST(SwiGluImport, IsSwishOfATimesB) {
   add_input(m, "a", {3, 4}), add_input(m, "b", {3, 4});
   attr_float(add_node(m, "SwiGLU", {"a", "b"}, {"y"}, "swiglu"), "alpha", 0.5f);
   add_output(m, "y");
-  const std::vector<float> a = random(12, 3), b = random(12, 4);
+  const std::vector<float> a = random_normal(12, 3), b = random_normal(12, 4);
   std::vector<double> want(12);
   for (size_t i = 0; i < 12; ++i) want[i] = a[i] / (1 + std::exp(-0.5 * a[i])) * b[i];
   for (Mode mode : kModes) {
@@ -155,7 +147,7 @@ TEST(SwiGluImport, IsSwishOfATimesB) {
 // 2-D, align_corners 0 and 1, with W = 1 (align_corners: linspace's -1, not 0 / 0).
 TEST(AffineGridImport, MatchesTheLoopWithAnAxisOfLengthOne) {
   const int64_t N = 2, H = 3, W = 1;
-  const std::vector<float> theta = random(N * 6, 11);
+  const std::vector<float> theta = random_normal(N * 6, 11);
   for (int64_t align : {0, 1}) {
     auto m = make_model(20);
     add_input(m, "theta", {N, 2, 3}), add_input(m, "size", {4}, TP::INT64);

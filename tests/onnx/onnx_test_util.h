@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <initializer_list>
 #include <onnx/onnx.pb.h>
+#include <random>
 #include <string>
 #include <variant>
 #include <vector>
@@ -142,6 +143,15 @@ inline void expect_user_error(const ::onnx::ModelProto& m, const std::string& ne
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
   }
+}
+
+// n samples of a standard normal distribution, the same for the same seed.
+inline std::vector<float> random_normal(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = nd(rng);
+  return v;
 }
 
 inline const Node* find_node(const Graph& g, OpKind op, int nth = 0) {

@@ -25,12 +25,22 @@ namespace {
 constexpr int kStages = 2;
 
 // acc (= or +=) Q K^T: A (64 x 16 at da) and B (KT keys x 16 at db), both K-major in shared memory.
-std::string qk_instruction(const char* type, int kt) {
+// The register list "%0, %1, ..." of `count` accumulators and their "+f" operands, accumulator i being
+// `element` with its row i / 4 and column i % 4 put in.
+struct Accumulators {
   std::string list, operands;
-  for (int i = 0; i < kt / 2; ++i) {
-    list += fmt::format("{}%{}", i ? ", " : "", i);
-    operands += fmt::format("{}\"+f\"(d[{}][{}])", i ? ", " : "", i / 4, i % 4);
+};
+Accumulators accumulators(int count, const char* element) {
+  Accumulators a;
+  for (int i = 0; i < count; ++i) {
+    a.list += fmt::format("{}%{}", i ? ", " : "", i);
+    a.operands += fmt::format("{}\"+f\"(", i ? ", " : "") + fmt::format(fmt::runtime(element), i / 4, i % 4) + ")";
   }
+  return a;
+}
+
+std::string qk_instruction(const char* type, int kt) {
+  const auto [list, operands] = accumulators(kt / 2, "d[{}][{}]");
   return fmt::format(
       "KILN_DEV void kiln_wgmma_qk(float (&d)[KT / 8][4], unsigned long long da, unsigned long long db, int accumulate) {{\n"
       "  asm volatile(\"{{\\n .reg .pred p;\\n setp.ne.b32 p, %{0}, 0;\\n"
@@ -42,11 +52,7 @@ std::string qk_instruction(const char* type, int kt) {
 // O[:, 64 kBox ...] += P V: A (P's 64 x 16 fragment in registers) and B (16 keys x 64 columns of V at db,
 // N-major: the transpose flag 1).
 std::string pv_instruction(const char* type) {
-  std::string list, operands;
-  for (int i = 0; i < 32; ++i) {
-    list += fmt::format("{}%{}", i ? ", " : "", i);
-    operands += fmt::format("{}\"+f\"(d[kBox * 8 + {}][{}])", i ? ", " : "", i / 4, i % 4);
-  }
+  const auto [list, operands] = accumulators(32, "d[kBox * 8 + {}][{}]");
   return fmt::format(
       "template <int kBox>\n"
       "KILN_DEV void kiln_wgmma_pv(float (&d)[D / 8][4], const unsigned (&a)[4], unsigned long long db) {{\n"
