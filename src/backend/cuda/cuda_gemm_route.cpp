@@ -129,7 +129,7 @@ int GemmTemplateRoute::choose(int64_t m, CUdeviceptr a, CUdeviceptr residual,
       fmt::format("gemm template {} {}x{}x{} {} {} {}", dtype_name(dtype_), m, n_, k_,
                   gemm_epilogue_name(kernels_.front()->spec().epilogue), library_allowed_ ? "auto" : "on",
                   content_name("configs", configs)),
-      [&] { return measure(m, a, residual, library); }, &stored);
+      [&] { return measure(m, a, residual, library); }, fallback(), &stored);
   if (choice < -1 || choice >= int(kernels_.size()) || (choice == -1 && !library_allowed_) ||
       (choice >= 0 && !kernels_[size_t(choice)]->accepts(args(m, a, residual, 0))))
     choice = fallback();  // a store file not written by this build, or operands it cannot read

@@ -38,8 +38,8 @@ void MatmulPlans::run(const GemmProblem& p, CUdeviceptr a, CUdeviceptr b, CUdevi
     // Inside a capture nothing can be timed: the heuristic's first for now, timed on a later run.
     algorithm = timed && runtime_.capturing() ? 0 : -1;
     if (algorithm < 0) {
-      algorithm = timed ? runtime_.measured_choice("cublaslt " + key,
-                                                   [&] { return fastest(*plan->matmul, a, b, bias, residual); })
+      algorithm = timed ? runtime_.measured_choice(
+                              "cublaslt " + key, [&] { return fastest(*plan->matmul, a, b, bias, residual); }, 0)
                         : 0;
       if (algorithm >= plan->matmul->algorithms()) algorithm = 0;  // a store file not written by this build
       std::lock_guard lock(mutex_);

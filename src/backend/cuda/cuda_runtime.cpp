@@ -81,7 +81,8 @@ void CudaRuntime::replay(const void* graph) const {
   check(driver().cuGraphLaunch(static_cast<const Capture*>(graph)->exec, stream_.handle()), "cuGraphLaunch");
 }
 
-int CudaRuntime::measured_choice(const std::string& key, const std::function<int()>& measure, bool* stored) const {
+int CudaRuntime::measured_choice(const std::string& key, const std::function<int()>& measure, int fallback,
+                                 bool* stored) const {
   if (stored) *stored = false;
   {
     std::lock_guard lock(choices_mutex_);
@@ -95,6 +96,7 @@ int CudaRuntime::measured_choice(const std::string& key, const std::function<int
       if (stored) *stored = true;
       return choices_.emplace(key, *c).first->second;
     }
+    if (cache_options_.require_cached) return choices_.emplace(key, fallback).first->second;  // never a benchmark
   }
   const int choice = measure();  // unlocked: it runs work on the stream (two threads may both measure)
   std::lock_guard lock(choices_mutex_);

@@ -43,8 +43,10 @@ class CudaRuntime final : public DeviceRuntime {
 
   // A choice measured once (the fastest cuBLASLt algorithm of a problem, a GEMM template or the library):
   // the remembered answer, else the tuning store's (cuda_choice_store.h), else `measure()`'s, which is
-  // then stored. `stored` (if given) says whether the answer came from the store.
-  int measured_choice(const std::string& key, const std::function<int()>& measure, bool* stored = nullptr) const;
+  // then stored; under require_cached, `fallback` instead of a measurement. `stored` (if given) says
+  // whether the answer came from the store.
+  int measured_choice(const std::string& key, const std::function<int()>& measure, int fallback,
+                      bool* stored = nullptr) const;
 
   // Timing with events on the stream (cuEventRecord; cuEventElapsedTime after synchronize; cuda_timing.cpp).
   // Marking while the stream is being captured is an InternalError: the event would be a node of the graph.
