@@ -183,6 +183,8 @@ const RewriteRow* find_rewrite(std::string_view op) {
     if (r.op == op) return &r;
   for (const RewriteRow& r : crop_rotary_rewrites())
     if (r.op == op) return &r;
+  for (const RewriteRow& r : dft_rewrites())
+    if (r.op == op) return &r;
   return nullptr;
 }
 

@@ -39,6 +39,7 @@ std::span<const RewriteRow> recurrent_rewrites();
 // Einsum as transposes, diagonals, sums and batched products (import_rewrites_einsum.cpp).
 std::span<const RewriteRow> einsum_rewrites();
 // CenterCropPad as Pad, RotaryEmbedding as slices and products (import_rewrites_crop_rotary.cpp).
+std::span<const RewriteRow> dft_rewrites();
 std::span<const RewriteRow> crop_rotary_rewrites();
 
 // Round half to even of x (any float type): f + 1 where x - f > 0.5 or where it is 0.5 and f = floor(x)

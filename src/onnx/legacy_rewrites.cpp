@@ -44,6 +44,13 @@ void topk_k_to_input(OnnxGraphReader& b, NodeForm& n) {
   n.attrs.erase(it);
 }
 
+void dft_axis_to_input(OnnxGraphReader& b, NodeForm& n) {
+  const int64_t axis = n.int_attr("axis", 1);  // 17's default; 20's (absent input) is -2
+  n.attrs.erase("axis");
+  n.inputs.resize(3, kNoValue);
+  n.inputs[2] = b.graph().add_constant(b.unique_name(n.name + "_axis"), Tensor::scalar(DType::i64, axis));
+}
+
 void pad_attrs_to_inputs(OnnxGraphReader& b, NodeForm& n) {
   if (n.inputs.size() > 1) user_error("{}: takes one input (pads and value are attributes)", n.desc());
   if (!n.attrs.count("pads")) user_error("{}: attribute 'pads' is required", n.desc());

@@ -13,6 +13,7 @@ void slice_attrs_to_inputs(OnnxGraphReader& b, NodeForm& n);  // Slice-10: start
 void clip_attrs_to_inputs(OnnxGraphReader& b, NodeForm& n);   // Clip-11: min, max -> inputs
 void pad_attrs_to_inputs(OnnxGraphReader& b, NodeForm& n);    // Pad-11: pads, value -> inputs
 void topk_k_to_input(OnnxGraphReader& b, NodeForm& n);        // TopK-10: k -> input K
+void dft_axis_to_input(OnnxGraphReader& b, NodeForm& n);      // DFT-20: axis -> input 2 (17's default 1)
 void softmax_single_axis(OnnxGraphReader& b, NodeForm& n);    // Softmax/LogSoftmax-13: one axis
 void resize_roi_input(OnnxGraphReader& b, NodeForm& n);       // Resize-11: roi input, Upsample's coordinates
 void batchnorm_no_spatial(OnnxGraphReader& b, NodeForm& n);   // BatchNormalization-9: no 'spatial'

@@ -216,6 +216,7 @@ constexpr VersionStep kSteps[] = {
     {"MaxUnpool", 11, nullptr, "oldest read (9 is not)"}, {"MaxUnpool", 22, nullptr, "bf16"},
     {"SwiGLU", 28, nullptr, "the only version"},
     {"AffineGrid", 20, nullptr, "the only version"},
+    {"DFT", 17, nullptr, "oldest read"}, {"DFT", 20, dft_axis_to_input, "axis an input (read where it is a constant)"},
     {"DepthToSpace", 1, nullptr, "oldest read (DCR)"}, {"DepthToSpace", 11, nullptr, "mode (CRD)"},
     {"DepthToSpace", 13, nullptr, "bf16"},
     {"SpaceToDepth", 1, nullptr, "oldest read"}, {"SpaceToDepth", 13, nullptr, "bf16"},

@@ -1,8 +1,9 @@
-// LRN, GroupNormalization, MaxUnpool, SwiGLU and AffineGrid as the importer rewrites them
-// (src/onnx/import_rewrites_nn.cpp, _shape.cpp, _math.cpp), beyond the conformance cases: even and odd LRN
-// windows with a NaN and an inf that must stay inside their own window, groups over a 3-D input,
-// unpooling with pads and an explicit shape, grids with an axis of length 1; each against an fp64 loop of
-// the ONNX definition written here, in every mode. Then the refusals.
+// LRN, GroupNormalization, MaxUnpool, SwiGLU, AffineGrid and DFT as the importer rewrites them
+// (src/onnx/import_rewrites_nn.cpp, _shape.cpp, _math.cpp, _dft.cpp), beyond the conformance cases: even
+// and odd LRN windows with a NaN and an inf that must stay inside their own window, groups over a 3-D
+// input, unpooling with pads and an explicit shape, grids with an axis of length 1, odd-length and
+// one-sided transforms; each against an fp64 loop of the ONNX definition written here, in every mode.
+// Then the refusals.
 #include <cmath>
 #include <gtest/gtest.h>
 #include <fmt/format.h>
@@ -177,6 +178,61 @@ TEST(AffineGridImport, MatchesTheLoopWithAnAxisOfLengthOne) {
   }
 }
 
+// x [2, L, 3, c] along axis 1 (opset 17's attribute): forward real one-sided at odd L, forward and
+// inverse complex, and the inverse one-sided (a half spectrum of L = 4 to a real signal of 6).
+TEST(DftImport, MatchesTheSumsOfTheDefinition) {
+  struct C {
+    int64_t L, c;
+    bool inverse, onesided;
+  };
+  for (const C& k : {C{5, 1, false, true}, C{6, 2, false, false}, C{5, 2, true, false}, C{4, 2, true, true}}) {
+    auto m = make_model(17);
+    add_input(m, "x", {2, k.L, 3, k.c});
+    auto* node = add_node(m, "DFT", {"x"}, {"y"}, "dft");
+    attr_int(node, "axis", 1), attr_int(node, "inverse", k.inverse), attr_int(node, "onesided", k.onesided);
+    add_output(m, "y");
+    const std::vector<float> x = random_normal(2 * k.L * 3 * k.c, uint32_t(k.L * 10 + k.c));
+    const int64_t p = k.inverse && k.onesided ? 2 * (k.L - 1) : k.L;
+    const int64_t K = k.inverse && k.onesided ? p : k.onesided ? k.L / 2 + 1 : k.L, o = k.inverse && k.onesided ? 1 : 2;
+    auto at = [&](int64_t b, int64_t t, int64_t j, int64_t comp) {
+      return comp < k.c ? double(x[size_t(((b * k.L + t) * 3 + j) * k.c + comp)]) : 0.0;
+    };
+    std::vector<double> want;
+    const double sign = k.inverse ? 1.0 : -1.0;
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t f = 0; f < K; ++f)
+        for (int64_t j = 0; j < 3; ++j) {
+          double re = 0, im = 0;
+          if (o == 1) {  // the full spectrum: X[p - t] = conj(X[t])
+            for (int64_t t = 0; t < p; ++t) {
+              const bool mirrored = t >= k.L;
+              const int64_t src = mirrored ? p - t : t;
+              const double xr = at(b, src, j, 0), xi = mirrored ? -at(b, src, j, 1) : at(b, src, j, 1);
+              const double th = 2 * M_PI * double(t * f) / double(p);
+              re += xr * std::cos(th) - xi * std::sin(th);
+            }
+            want.push_back(re / double(p));
+            continue;
+          }
+          for (int64_t t = 0; t < k.L; ++t) {
+            const double th = sign * 2 * M_PI * double(t * f) / double(p);
+            re += at(b, t, j, 0) * std::cos(th) - at(b, t, j, 1) * std::sin(th);
+            im += at(b, t, j, 0) * std::sin(th) + at(b, t, j, 1) * std::cos(th);
+          }
+          const double s = k.inverse ? 1.0 / double(p) : 1.0;
+          want.push_back(re * s), want.push_back(im * s);
+        }
+    for (Mode mode : kModes) {
+      SCOPED_TRACE(fmt::format("L {} c {} inverse {} onesided {} mode {}", k.L, k.c, k.inverse, k.onesided, mode_name(mode)));
+      Session s = Session::from_graph(import_model(m), mode, Options{});
+      const Tensor y = s.run({{"x", Tensor::from_vector<float>(DType::f32, {2, k.L, 3, k.c}, x)}}).at("y");
+      EXPECT_EQ(y.shape(), (std::vector<int64_t>{2, K, 3, o}));
+      ASSERT_EQ(y.numel(), int64_t(want.size()));
+      for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y.as_double(int64_t(i)), want[i], 1e-4) << i;
+    }
+  }
+}
+
 TEST(NormUnpoolImport, Refusals) {
   auto lrn = make_model(13);
   add_input(lrn, "x", {1, 3, 2, 2});
@@ -201,6 +257,12 @@ TEST(NormUnpoolImport, Refusals) {
   add_node(grid, "AffineGrid", {"theta", "size"}, {"g"}, "ag");
   add_output(grid, "g");
   expect_user_error(grid, "theta must be declared of rank 3");  // an UnsupportedError, a kind of UserError
+
+  auto dft = make_model(20);
+  add_input(dft, "x", {1, 8, 1}), add_input(dft, "axis", {}, TP::INT64);
+  add_node(dft, "DFT", {"x", "", "axis"}, {"y"}, "dft");
+  add_output(dft, "y");
+  expect_user_error(dft, "the axis input must be a constant");
 }
 
 }  // namespace
