@@ -53,7 +53,9 @@ class AttentionKernel final : public Kernel {
                                                         runtime.info().sm_count);
     wgmma_shared_bytes_ = attention_wgmma_shared_bytes(w);
     if (wgmma_shared_bytes_ > size_t(max_shared_optin(runtime.context()))) {
-      if (force_wgmma_) user_error("{}: the wgmma attention kernel's {} bytes of shared memory a block exceed the GPU's", what_, wgmma_shared_bytes_);
+      if (force_wgmma_)
+        user_error("{}: the wgmma attention kernel's {} bytes of shared memory a block exceed the GPU's", what_,
+                   wgmma_shared_bytes_);
       return;
     }
     const std::string name = content_name("attn", attention_wgmma_source("kiln_attention", w));
@@ -107,8 +109,8 @@ class AttentionKernel final : public Kernel {
         return {out};
       }
       if (force_wgmma_)
-        user_error("{}: cuda_attention_kernel=wgmma or wgmma_serial: the TMA cannot read Q {}, K {} or V {} (a head-dim stride "
-                   "other than 1, or rows not 16-byte aligned)",
+        user_error("{}: cuda_attention_kernel=wgmma or wgmma_serial: the TMA cannot read Q {}, K {} or V {} (a "
+                   "head-dim stride other than 1, or rows not 16-byte aligned)",
                    what_, q.shape_string(), k.shape_string(), v.shape_string());
     }
     long long h = heads, n_q = sq, n_k = sk;
@@ -171,8 +173,8 @@ class AttentionKernel final : public Kernel {
     config.block.x = 128u * unsigned(wgmma_spec_->wgmma_consumers + 1);
     config.shared_bytes = static_cast<unsigned>(wgmma_shared_bytes_);
     float scale = static_cast<float>(a_.scale);
-    cuda::launch(runtime_.cuda_stream(), *wgmma_, config, mq, mk, mv, pm, po, heads, sq, sk, ms[0], ms[1], ms[2], ms[3],
-           os[0], os[1], os[2], os[3], scale);
+    cuda::launch(runtime_.cuda_stream(), *wgmma_, config, mq, mk, mv, pm, po, heads, sq, sk, ms[0], ms[1], ms[2],
+                 ms[3], os[0], os[1], os[2], os[3], scale);
     wgmma_launches.fetch_add(1, std::memory_order_relaxed);
   }
   // Named by its content (the text with a placeholder name), as the generated kernels are.
@@ -221,7 +223,7 @@ class AttentionKernel final : public Kernel {
   std::optional<AttentionSpec> wgmma_spec_;  // the Hopper kernel, where it may run
   std::optional<Function> wgmma_;
   size_t wgmma_shared_bytes_ = 0;
-  bool force_wgmma_ = false;  // cuda_attention_kernel=wgmma: operands it cannot read are a user error
+  bool force_wgmma_ = false;  // wgmma or wgmma_serial forced: operands it cannot read are a user error
 };
 
 }  // namespace

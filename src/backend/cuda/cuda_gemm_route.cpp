@@ -125,14 +125,16 @@ int GemmTemplateRoute::choose(int64_t m, CUdeviceptr a, CUdeviceptr residual,
   std::string configs;
   for (const auto& kernel : kernels_) configs += gemm_config_name(kernel->spec().config) + " ";
   bool stored = false;
-  int choice = runtime_.measured_choice(
+  const int choice = runtime_.measured_choice(
       fmt::format("gemm template {} {}x{}x{} {} {} {}", dtype_name(dtype_), m, n_, k_,
                   gemm_epilogue_name(kernels_.front()->spec().epilogue), library_allowed_ ? "auto" : "on",
                   content_name("configs", configs)),
-      [&] { return measure(m, a, residual, library); }, fallback(), &stored);
-  if (choice < -1 || choice >= int(kernels_.size()) || (choice == -1 && !library_allowed_) ||
-      (choice >= 0 && !kernels_[size_t(choice)]->accepts(args(m, a, residual, 0))))
-    choice = fallback();  // a store file not written by this build, or operands it cannot read
+      [&] { return measure(m, a, residual, library); },
+      [&](int c) {
+        return c == -1 ? library_allowed_
+                       : c >= 0 && c < int(kernels_.size()) && kernels_[size_t(c)]->accepts(args(m, a, residual, 0));
+      },
+      fallback(), &stored);
   if (stored && debug_)
     std::fprintf(stderr, "route: %s, %lld rows: %s (from the tuning store)\n", what_.c_str(), static_cast<long long>(m),
                  choice < 0 ? "cuBLASLt" : ("GEMM template " + gemm_config_name(kernels_[size_t(choice)]->spec().config)).c_str());

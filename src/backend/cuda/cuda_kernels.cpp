@@ -38,10 +38,11 @@ void MatmulPlans::run(const GemmProblem& p, CUdeviceptr a, CUdeviceptr b, CUdevi
     // Inside a capture nothing can be timed: the heuristic's first for now, timed on a later run.
     algorithm = timed && runtime_.capturing() ? 0 : -1;
     if (algorithm < 0) {
+      const int count = plan->matmul->algorithms();
       algorithm = timed ? runtime_.measured_choice(
-                              "cublaslt " + key, [&] { return fastest(*plan->matmul, a, b, bias, residual); }, 0)
+                              "cublaslt " + key, [&] { return fastest(*plan->matmul, a, b, bias, residual); },
+                              [&](int c) { return c >= 0 && c < count; }, 0)
                         : 0;
-      if (algorithm >= plan->matmul->algorithms()) algorithm = 0;  // a store file not written by this build
       std::lock_guard lock(mutex_);
       plans_.at(key).algorithm = algorithm;
     }

@@ -81,8 +81,8 @@ void CudaRuntime::replay(const void* graph) const {
   check(driver().cuGraphLaunch(static_cast<const Capture*>(graph)->exec, stream_.handle()), "cuGraphLaunch");
 }
 
-int CudaRuntime::measured_choice(const std::string& key, const std::function<int()>& measure, int fallback,
-                                 bool* stored) const {
+int CudaRuntime::measured_choice(const std::string& key, const std::function<int()>& measure,
+                                 const std::function<bool(int)>& valid, int fallback, bool* stored) const {
   if (stored) *stored = false;
   {
     std::lock_guard lock(choices_mutex_);
@@ -92,7 +92,7 @@ int CudaRuntime::measured_choice(const std::string& key, const std::function<int
       if (cublaslt_available()) libraries = fmt::format("cublaslt {}", cublaslt().version);
       choice_store_ = std::make_unique<ChoiceStore>(cache_options_, info(), driver().driver_version, libraries);
     }
-    if (std::optional<int> c = choice_store_->lookup(key)) {
+    if (std::optional<int> c = choice_store_->lookup(key); c && valid(*c)) {
       if (stored) *stored = true;
       return choices_.emplace(key, *c).first->second;
     }

@@ -42,11 +42,12 @@ class CudaRuntime final : public DeviceRuntime {
   bool capturing() const { return capturing_ != nullptr; }
 
   // A choice measured once (the fastest cuBLASLt algorithm of a problem, a GEMM template or the library):
-  // the remembered answer, else the tuning store's (cuda_choice_store.h), else `measure()`'s, which is
-  // then stored; under require_cached, `fallback` instead of a measurement. `stored` (if given) says
-  // whether the answer came from the store.
-  int measured_choice(const std::string& key, const std::function<int()>& measure, int fallback,
-                      bool* stored = nullptr) const;
+  // the remembered answer, else the tuning store's (cuda_choice_store.h) where `valid` takes it (a file
+  // this build did not write may hold any number), else `measure()`'s, which is then stored; under
+  // require_cached, `fallback` instead of a measurement. `stored` (if given) says whether the answer came
+  // from the store.
+  int measured_choice(const std::string& key, const std::function<int()>& measure,
+                      const std::function<bool(int)>& valid, int fallback, bool* stored = nullptr) const;
 
   // Timing with events on the stream (cuEventRecord; cuEventElapsedTime after synchronize; cuda_timing.cpp).
   // Marking while the stream is being captured is an InternalError: the event would be a node of the graph.
