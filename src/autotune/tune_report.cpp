@@ -73,7 +73,8 @@ std::vector<CandidateTiming> timings_from_json(const std::string& text) {
     if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) return {};
     CandidateTiming t;
     t.name = e["name"].get<std::string>();
-    const std::string status = e.value("status", std::string());
+    // A field of another type (a damaged store) reads as absent, never as a json::type_error.
+    const std::string status = e.contains("status") && e["status"].is_string() ? e["status"].get<std::string>() : "";
     for (CandidateStatus s : {CandidateStatus::timed, CandidateStatus::pruned, CandidateStatus::wrong,
                               CandidateStatus::failed, CandidateStatus::quarantined})
       if (status == status_name(s)) t.status = s;

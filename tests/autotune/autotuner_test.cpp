@@ -328,6 +328,12 @@ TEST(Autotuner, SummaryTextAndJson) {
   EXPECT_EQ(damaged[0].calls, 0);
   EXPECT_EQ(damaged[1].samples, 7);
   EXPECT_EQ(damaged[1].calls, 0);
+  // Fields of the wrong type (found by CI's fuzz_tuning_store) read as absent.
+  const auto mistyped = timings_from_json(R"([{"name":"a","status":3,"note":7,"median_us":"fast"}])");
+  ASSERT_EQ(mistyped.size(), 1u);
+  EXPECT_EQ(mistyped[0].status, CandidateTiming{}.status);
+  EXPECT_EQ(mistyped[0].note, "");
+  EXPECT_EQ(mistyped[0].median_us, 0.0);
 }
 
 }  // namespace
