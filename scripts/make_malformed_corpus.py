@@ -327,9 +327,12 @@ def protobuf_cases():
 def version_and_graph_cases():
     emit("version_ir0.onnx", E, "ir_version 0 (missing)", relu_model(ir=0))
     emit("version_ir99.onnx", E, "ir_version 99", relu_model(ir=99))
-    emit("version_opset5.onnx", E, "default-domain opset 5", relu_model(opset=5))
-    emit("version_opset6.onnx", E, "default-domain opset 6 (kiln reads 7 to 28)", relu_model(opset=6))
-    emit("valid_opset7.onnx", V, "default-domain opset 7, the oldest kiln reads", relu_model(opset=7))
+    emit("version_opset0.onnx", E, "default-domain opset 0 (kiln reads 1 to 28)", relu_model(opset=0))
+    emit("version_opset5.onnx", E, "default-domain opset 5: Relu-1 (with consumed_inputs), a version kiln does not read",
+         relu_model(opset=5))
+    emit("valid_opset6.onnx", V, "default-domain opset 6: Relu-6, read as the newest Relu", relu_model(opset=6))
+    emit("valid_opset7.onnx", V, "default-domain opset 7, the oldest from which kiln reads every version",
+         relu_model(opset=7))
     emit("version_opset29.onnx", E, "default-domain opset 29 (one past the newest kiln reads)", relu_model(opset=29))
     emit("version_opset99.onnx", E, "default-domain opset 99", relu_model(opset=99))
     m = relu_model()
@@ -391,7 +394,7 @@ def tensor_cases():
          add_model(raw_tensor("w", [1] * 100, raw=b"\0" * 4)))
     s = helper.make_tensor("w", TensorProto.STRING, [2], [b"a", b"b"])
     emit("tensor_string.onnx", E, "a string initializer", add_model(s))
-    emit("tensor_uint16.onnx", E, "a uint16 initializer (dtype kiln does not support)",
+    emit("tensor_uint16.onnx", S, "a uint16 initializer added to an f32 input (the types differ)",
          add_model(raw_tensor("w", [2, 3], TensorProto.UINT16, b"\0" * 12)))
     emit("tensor_undefined_dtype.onnx", E, "an initializer with data_type UNDEFINED",
          add_model(raw_tensor("w", [2, 3], TensorProto.UNDEFINED, b"\0" * 24)))
@@ -674,11 +677,23 @@ def type_cases():
          add_model(raw_tensor("w", [2, 3], 99, b"\0" * 24)))
     emit("type_init_dtype17.onnx", E, "an initializer with data_type 17 (FLOAT8E4M3FN in newer ONNX), 6 bytes",
          add_model(raw_tensor("w", [2, 3], 17, b"\0" * 6)))
-    emit("type_init_uint32.onnx", E, "a uint32 initializer",
+    emit("type_init_uint32.onnx", S, "a uint32 initializer added to an f32 input",
          add_model(raw_tensor("w", [2, 3], TensorProto.UINT32, b"\0" * 24)))
     t = TensorProto(name="w", data_type=TensorProto.UINT64, dims=[2, 3])
     t.uint64_data.extend([1] * 6)
-    emit("type_init_uint64.onnx", E, "a uint64 initializer in uint64_data", add_model(t))
+    emit("type_init_uint64.onnx", S, "a uint64 initializer in uint64_data added to an f32 input", add_model(t))
+    t = TensorProto(name="w", data_type=TensorProto.UINT32, dims=[2])
+    t.uint64_data.extend([1, 2**32])
+    emit("type_uint32_out_of_range.onnx", E, "uint32 initializer with 2^32 in uint64_data",
+         model([node("Identity", ["w"], ["y"])], [], [vi("y", [2], TensorProto.UINT32)], inits=[t]))
+    t = TensorProto(name="w", data_type=TensorProto.UINT16, dims=[2])
+    t.int32_data.extend([1, 70000])
+    emit("type_uint16_out_of_range.onnx", E, "uint16 initializer with 70000 in int32_data",
+         model([node("Identity", ["w"], ["y"])], [], [vi("y", [2], TensorProto.UINT16)], inits=[t]))
+    t = TensorProto(name="w", data_type=TensorProto.UINT64, dims=[2])
+    t.uint64_data.extend([1, 2**64 - 1])
+    emit("valid_uint64_identity.onnx", V, "a uint64 initializer with 2^64-1 (past int64) through Identity",
+         model([node("Identity", ["w"], ["y"])], [], [vi("y", [2], TensorProto.UINT64)], inits=[t]))
     emit("type_init_complex128.onnx", E, "a complex128 initializer",
          add_model(raw_tensor("w", [2, 3], TensorProto.COMPLEX128, b"\0" * 96)))
     t = TensorProto(name="w", data_type=TensorProto.FLOAT16, dims=[2])

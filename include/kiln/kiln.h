@@ -40,6 +40,7 @@ typedef KILN_ENUM(kiln_status) {
 typedef KILN_ENUM(kiln_dtype) {
   KILN_F32 = 0, KILN_F16 = 1, KILN_BF16 = 2, KILN_F64 = 3, KILN_I64 = 4,
   KILN_I32 = 5, KILN_I8 = 6, KILN_U8 = 7, KILN_BOOL = 8,
+  KILN_I16 = 9, KILN_U16 = 10, KILN_U32 = 11, KILN_U64 = 12,
   KILN_DTYPE_MAX_ENUM = 0x7fffffff /* not a dtype: keeps the enum an int for every value */
 } kiln_dtype;
 

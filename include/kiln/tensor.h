@@ -90,6 +90,10 @@ Tensor Tensor::from_vector(DType dtype, std::vector<int64_t> shape, const std::v
       case DType::i32: t.data<int32_t>()[i] = static_cast<int32_t>(values[i]); break;
       case DType::i8: t.data<int8_t>()[i] = static_cast<int8_t>(values[i]); break;
       case DType::u8: t.data<uint8_t>()[i] = static_cast<uint8_t>(values[i]); break;
+      case DType::i16: t.data<int16_t>()[i] = static_cast<int16_t>(values[i]); break;
+      case DType::u16: t.data<uint16_t>()[i] = static_cast<uint16_t>(values[i]); break;
+      case DType::u32: t.data<uint32_t>()[i] = static_cast<uint32_t>(values[i]); break;
+      case DType::u64: t.data<uint64_t>()[i] = static_cast<uint64_t>(values[i]); break;
       case DType::boolean: t.data<bool>()[i] = values[i] != T{}; break;
     }
   }

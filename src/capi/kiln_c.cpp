@@ -32,7 +32,9 @@ static_assert(KILN_F32 == static_cast<int>(kiln::DType::f32) && KILN_F16 == stat
               KILN_BF16 == static_cast<int>(kiln::DType::bf16) && KILN_F64 == static_cast<int>(kiln::DType::f64) &&
               KILN_I64 == static_cast<int>(kiln::DType::i64) && KILN_I32 == static_cast<int>(kiln::DType::i32) &&
               KILN_I8 == static_cast<int>(kiln::DType::i8) && KILN_U8 == static_cast<int>(kiln::DType::u8) &&
-              KILN_BOOL == static_cast<int>(kiln::DType::boolean) && kiln::kNumDTypes == 9);
+              KILN_BOOL == static_cast<int>(kiln::DType::boolean) && KILN_I16 == static_cast<int>(kiln::DType::i16) &&
+              KILN_U16 == static_cast<int>(kiln::DType::u16) && KILN_U32 == static_cast<int>(kiln::DType::u32) &&
+              KILN_U64 == static_cast<int>(kiln::DType::u64) && kiln::kNumDTypes == 13);
 
 thread_local std::string last_error;
 

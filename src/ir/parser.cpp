@@ -90,6 +90,18 @@ class Parser {
     if (ec != std::errc() || ptr != s.data() + s.size()) fail(t, "bad integer '{}' for {}", t.text, what);
     return v;
   }
+  uint64_t parse_uint64(const Token& t, std::string_view what) {
+    if (t.kind != TokKind::Number || looks_float(t.text))
+      fail(t, "expected an integer for {}, found {}", what, t.describe());
+    std::string_view s = t.text;
+    if (!s.empty() && s[0] == '+') s.remove_prefix(1);
+    if (!s.empty() && s[0] == '-') fail(t, "{} {} is negative", what, t.text);
+    uint64_t v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec == std::errc::result_out_of_range) fail(t, "{} {} does not fit in 64 bits", what, t.text);
+    if (ec != std::errc() || ptr != s.data() + s.size()) fail(t, "bad integer '{}' for {}", t.text, what);
+    return v;
+  }
   template <class F>  // float or double, read directly so that the shortest spelling is exact
   F parse_fp(const Token& t, std::string_view what) {
     if (t.kind != TokKind::Number && t.kind != TokKind::Ident)
@@ -170,6 +182,10 @@ class Parser {
       case DType::i32: put(static_cast<int32_t>(ranged(INT32_MIN, INT32_MAX))); break;
       case DType::i8: put(static_cast<int8_t>(ranged(-128, 127))); break;
       case DType::u8: put(static_cast<uint8_t>(ranged(0, 255))); break;
+      case DType::i16: put(static_cast<int16_t>(ranged(INT16_MIN, INT16_MAX))); break;
+      case DType::u16: put(static_cast<uint16_t>(ranged(0, UINT16_MAX))); break;
+      case DType::u32: put(static_cast<uint32_t>(ranged(0, UINT32_MAX))); break;
+      case DType::u64: put(parse_uint64(t, "a u64 element")); break;
       case DType::boolean:
         if (t.is_word("true") || t.is_word("false"))
           put(static_cast<uint8_t>(t.text == "true"));

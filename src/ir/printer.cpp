@@ -84,6 +84,10 @@ std::string element_string(const Tensor& t, int64_t i) {
     case DType::i32: return std::to_string(t.data<int32_t>()[i]);
     case DType::i8: return std::to_string(t.data<int8_t>()[i]);
     case DType::u8: return std::to_string(t.data<uint8_t>()[i]);
+    case DType::i16: return std::to_string(t.data<int16_t>()[i]);
+    case DType::u16: return std::to_string(t.data<uint16_t>()[i]);
+    case DType::u32: return std::to_string(t.data<uint32_t>()[i]);
+    case DType::u64: return std::to_string(t.data<uint64_t>()[i]);
     case DType::boolean: return t.data<uint8_t>()[i] ? "true" : "false";
   }
   return "?";

@@ -67,6 +67,10 @@ double Tensor::as_double(int64_t i) const {
     case DType::i32: return data<int32_t>()[i];
     case DType::i8: return data<int8_t>()[i];
     case DType::u8: return data<uint8_t>()[i];
+    case DType::i16: return data<int16_t>()[i];
+    case DType::u16: return data<uint16_t>()[i];
+    case DType::u32: return data<uint32_t>()[i];
+    case DType::u64: return static_cast<double>(data<uint64_t>()[i]);
     case DType::boolean: return data<bool>()[i] ? 1.0 : 0.0;
   }
   return 0;
@@ -78,6 +82,14 @@ int64_t Tensor::as_int64(int64_t i) const {
     case DType::i32: return data<int32_t>()[i];
     case DType::i8: return data<int8_t>()[i];
     case DType::u8: return data<uint8_t>()[i];
+    case DType::i16: return data<int16_t>()[i];
+    case DType::u16: return data<uint16_t>()[i];
+    case DType::u32: return data<uint32_t>()[i];
+    case DType::u64: {
+      const uint64_t v = data<uint64_t>()[i];
+      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) user_error("value {} does not fit an int64", v);
+      return static_cast<int64_t>(v);
+    }
     case DType::boolean: return data<bool>()[i] ? 1 : 0;
     default: {
       double d = as_double(i);

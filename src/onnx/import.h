@@ -17,8 +17,13 @@ class ModelProto;
 
 namespace kiln {
 
-// Opsets of the default ONNX domain that kiln reads.
-inline constexpr int64_t kMinOpset = 7;
+// Opsets of the default ONNX domain that kiln reads. From kEveryVersionOpset on, every operator kiln
+// has reads every version; below it, a node reads only where its operator's version there has a
+// row in version_adapters.cpp (the unary ops, pooling, reductions, ...: versions that mean what the
+// newest one does), and any other is refused naming the operator and the version (e.g. Add-6 with
+// its broadcast attribute).
+inline constexpr int64_t kMinOpset = 1;
+inline constexpr int64_t kEveryVersionOpset = 7;
 inline constexpr int64_t kMaxOpset = 28;
 // ONNX IR versions that kiln reads.
 inline constexpr int64_t kMinIrVersion = 3;

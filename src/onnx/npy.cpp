@@ -20,6 +20,7 @@ struct DescrEntry {
 constexpr DescrEntry kDescrs[] = {
     {"<f2", DType::f16}, {"<f4", DType::f32}, {"<f8", DType::f64}, {"<i8", DType::i64},
     {"<i4", DType::i32}, {"|i1", DType::i8},  {"|u1", DType::u8},  {"|b1", DType::boolean},
+    {"<i2", DType::i16}, {"<u2", DType::u16}, {"<u4", DType::u32}, {"<u8", DType::u64},
 };
 
 // A strict reader of the header: a Python dict literal with exactly the keys descr, fortran_order and

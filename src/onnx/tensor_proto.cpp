@@ -26,13 +26,15 @@ void copy_field(const Field& field, Tensor& t, int64_t lo, int64_t hi, const std
 }
 
 // Which typed field carries a dtype's values in a TensorProto without raw_data.
-enum class Field { float_data, double_data, int64_data, int32_data };
+enum class Field { float_data, double_data, int64_data, int32_data, uint64_data };
 Field field_for(DType t) {
   switch (t) {
     case DType::f32: return Field::float_data;
     case DType::f64: return Field::double_data;
     case DType::i64: return Field::int64_data;
-    default: return Field::int32_data;  // i32, i8, u8, bool, and f16/bf16 as 16-bit patterns
+    case DType::u32:
+    case DType::u64: return Field::uint64_data;
+    default: return Field::int32_data;  // i32, i16, u16, i8, u8, bool, and f16/bf16 as 16-bit patterns
   }
 }
 
@@ -43,6 +45,10 @@ std::optional<DType> dtype_from_onnx(int onnx_type) {
     case TP::FLOAT: return DType::f32;
     case TP::UINT8: return DType::u8;
     case TP::INT8: return DType::i8;
+    case TP::INT16: return DType::i16;
+    case TP::UINT16: return DType::u16;
+    case TP::UINT32: return DType::u32;
+    case TP::UINT64: return DType::u64;
     case TP::INT32: return DType::i32;
     case TP::INT64: return DType::i64;
     case TP::BOOL: return DType::boolean;
@@ -63,6 +69,10 @@ int dtype_to_onnx(DType t) {
     case DType::i32: return TP::INT32;
     case DType::i8: return TP::INT8;
     case DType::u8: return TP::UINT8;
+    case DType::i16: return TP::INT16;
+    case DType::u16: return TP::UINT16;
+    case DType::u32: return TP::UINT32;
+    case DType::u64: return TP::UINT64;
     case DType::boolean: return TP::BOOL;
   }
   internal_error("dtype_to_onnx: bad dtype {}", static_cast<int>(t));
@@ -109,7 +119,6 @@ Tensor tensor_from_proto(const TP& proto, const Options& options, ExternalData* 
   bool has_typed = proto.float_data_size() || proto.int32_data_size() || proto.int64_data_size() ||
                    proto.double_data_size() || proto.uint64_data_size() || proto.string_data_size();
   if (proto.string_data_size()) user_error("{}: string_data is set on a {} tensor", what, dtype_name(dtype));
-  if (proto.uint64_data_size()) user_error("{}: uint64_data is set on a {} tensor", what, dtype_name(dtype));
 
   if (proto.data_location() == TP::EXTERNAL) {
     if (proto.has_raw_data() || has_typed) user_error("{}: has both external and inline data", what);
@@ -137,8 +146,8 @@ Tensor tensor_from_proto(const TP& proto, const Options& options, ExternalData* 
 
   Field want = field_for(dtype);
   int64_t counts[] = {proto.float_data_size(), proto.double_data_size(), proto.int64_data_size(),
-                      proto.int32_data_size()};
-  for (int f = 0; f < 4; ++f) {
+                      proto.int32_data_size(), proto.uint64_data_size()};
+  for (int f = 0; f < 5; ++f) {
     if (f == static_cast<int>(want)) continue;
     if (counts[f]) user_error("{}: a {} tensor carries data in the wrong typed field", what, dtype_name(dtype));
   }
@@ -156,6 +165,18 @@ Tensor tensor_from_proto(const TP& proto, const Options& options, ExternalData* 
     case DType::i32: std::memcpy(t.raw(), proto.int32_data().data(), static_cast<size_t>(nbytes)); break;
     case DType::i8: copy_field<int8_t>(proto.int32_data(), t, -128, 127, what); break;
     case DType::u8: copy_field<uint8_t>(proto.int32_data(), t, 0, 255, what); break;
+    case DType::i16: copy_field<int16_t>(proto.int32_data(), t, INT16_MIN, INT16_MAX, what); break;
+    case DType::u16: copy_field<uint16_t>(proto.int32_data(), t, 0, UINT16_MAX, what); break;
+    case DType::u32: {
+      uint32_t* out = t.data<uint32_t>();
+      int64_t i = 0;
+      for (uint64_t v : proto.uint64_data()) {
+        if (v > UINT32_MAX) user_error("{}: value {} does not fit u32", what, v);
+        out[i++] = static_cast<uint32_t>(v);
+      }
+      break;
+    }
+    case DType::u64: std::memcpy(t.raw(), proto.uint64_data().data(), static_cast<size_t>(nbytes)); break;
     case DType::boolean: {
       bool* out = t.data<bool>();
       int64_t i = 0;

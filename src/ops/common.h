@@ -21,6 +21,10 @@ decltype(auto) dispatch_all(DType t, F&& f) {
     case DType::i32: return f(int32_t{});
     case DType::i8: return f(int8_t{});
     case DType::u8: return f(uint8_t{});
+    case DType::i16: return f(int16_t{});
+    case DType::u16: return f(uint16_t{});
+    case DType::u32: return f(uint32_t{});
+    case DType::u64: return f(uint64_t{});
     case DType::boolean: return f(bool{});
     default: internal_error("dispatch: dtype {} must be converted to f32 first", dtype_name(t));
   }
@@ -35,6 +39,10 @@ decltype(auto) dispatch_numeric(DType t, F&& f) {
     case DType::i32: return f(int32_t{});
     case DType::i8: return f(int8_t{});
     case DType::u8: return f(uint8_t{});
+    case DType::i16: return f(int16_t{});
+    case DType::u16: return f(uint16_t{});
+    case DType::u32: return f(uint32_t{});
+    case DType::u64: return f(uint64_t{});
     default: internal_error("dispatch: dtype {} is not numeric here", dtype_name(t));
   }
 }
@@ -48,9 +56,11 @@ decltype(auto) dispatch_float(DType t, F&& f) {
   }
 }
 
-// Accumulator type: double for the fp64 reference and for f64, float for f32 eager, int64 for ints.
+// Accumulator type: double for the fp64 reference and for f64, float for f32 eager, int64 for ints
+// (uint64 for u64, whose values past 2^63 int64 cannot order).
 template <class T>
-using acc_t = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
+using acc_t = std::conditional_t<std::is_floating_point_v<T>, T,
+                                 std::conditional_t<std::is_same_v<T, uint64_t>, uint64_t, int64_t>>;
 
 // Normalises a possibly negative axis against `rank`; out of range is a user error naming the node.
 int64_t normalize_axis(const InferContext& ctx, int64_t axis, int64_t rank);

@@ -34,9 +34,13 @@ kiln::DType dtype_of(const py::dtype& d) {
   if (kind == 'i' && size == 4) return kiln::DType::i32;
   if (kind == 'i' && size == 1) return kiln::DType::i8;
   if (kind == 'u' && size == 1) return kiln::DType::u8;
+  if (kind == 'i' && size == 2) return kiln::DType::i16;
+  if (kind == 'u' && size == 2) return kiln::DType::u16;
+  if (kind == 'u' && size == 4) return kiln::DType::u32;
+  if (kind == 'u' && size == 8) return kiln::DType::u64;
   if (kind == 'b' && size == 1) return kiln::DType::boolean;
   throw kiln::UserError("numpy dtype " + py::str(static_cast<const py::handle&>(d)).cast<std::string>() +
-                        " has no kiln type (float16/32/64, int8/32/64, uint8, bool)");
+                        " has no kiln type (float16/32/64, int8/16/32/64, uint8/16/32/64, bool)");
 }
 
 py::dtype numpy_dtype(kiln::DType t) {
@@ -48,6 +52,10 @@ py::dtype numpy_dtype(kiln::DType t) {
     case kiln::DType::i32: return py::dtype::of<int32_t>();
     case kiln::DType::i8: return py::dtype::of<int8_t>();
     case kiln::DType::u8: return py::dtype::of<uint8_t>();
+    case kiln::DType::i16: return py::dtype::of<int16_t>();
+    case kiln::DType::u16: return py::dtype::of<uint16_t>();
+    case kiln::DType::u32: return py::dtype::of<uint32_t>();
+    case kiln::DType::u64: return py::dtype::of<uint64_t>();
     case kiln::DType::boolean: return py::dtype::of<bool>();
     case kiln::DType::bf16: break;
   }

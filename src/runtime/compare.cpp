@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fmt/format.h>
 
 namespace kiln {
@@ -40,7 +41,11 @@ CloseResult all_close(const Tensor& actual, const Tensor& expected, double rtol,
   for (int64_t i = 0; i < actual.numel(); ++i) {
     double a = actual.as_double(i), e = expected.as_double(i);
     bool good;
-    if (exact) good = actual.as_int64(i) == expected.as_int64(i);
+    if (exact) {  // same dtype: the bits (a u64 past 2^63 has no int64)
+      const size_t size = dtype_size(expected.dtype());
+      good = std::memcmp(static_cast<const char*>(actual.raw()) + static_cast<size_t>(i) * size,
+                         static_cast<const char*>(expected.raw()) + static_cast<size_t>(i) * size, size) == 0;
+    }
     else if (std::isnan(e) || std::isnan(a)) good = std::isnan(e) && std::isnan(a);
     else if (std::isinf(e) || std::isinf(a)) good = a == e;
     else {

@@ -136,7 +136,7 @@ TEST(Cast, ErrorsAndShapes) {
   Tensor s = f32({}, {1.5});
   EXPECT_EQ(cast(s, kDouble).as_double(0), 1.5);
   EXPECT_THROW(cast_named(s, "string"), UserError);
-  EXPECT_THROW(cast_named(s, "u32"), UserError);
+  EXPECT_THROW(cast_named(s, "u4"), UserError);
   EXPECT_THROW(run(make_node(OpKind::Cast, 1, {{"to", int_attr(1)}}), {&s}), UserError);  // an ONNX code
   EXPECT_THROW(run(make_node(OpKind::Cast, 1), {&s}), UserError);  // no 'to'
 }

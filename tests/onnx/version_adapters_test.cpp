@@ -60,7 +60,7 @@ TEST(VersionAdapters, EveryKilnOperatorReadsEveryVersionFromOpset7ToTheNewest) {
     std::vector<int> all = versions_of(*onnx), read;
     for (const VersionStep& s : version_steps())
       if (s.op == op) read.push_back(s.version);
-    int at7 = onnx_op_version(*onnx, kMinOpset);
+    int at7 = onnx_op_version(*onnx, kEveryVersionOpset);
     int first = at7 ? at7 : all.front();
     if (!op_from_name(op)) first = std::max(first, read.front());  // read as others: from its oldest row
     std::vector<int> expected;
@@ -325,6 +325,35 @@ TEST(VersionAdapters, OpsetsAndVersionsOutsideWhatKilnReadsAreClearErrors) {
   add_output(m, "y");
   Graph g = import_model(m);
   EXPECT_EQ(g.nodes.size(), 2u);
+}
+
+// Below opset 7 a node reads where its version has a row (Elu-6, GlobalAveragePool-1: the newest form's
+// meaning); any other version is refused by name: Add-6 (its broadcast attribute), Elu-1
+// (consumed_inputs), Concat-1 (an optional axis).
+TEST(VersionAdapters, OpsetsBelow7ReadTheVersionsWithRowsAndRefuseTheOthers) {
+  auto m = make_model(6);
+  add_input(m, "x", {int64_t{1}, int64_t{2}, int64_t{3}});
+  add_node(m, "Elu", {"x"}, {"e"});
+  add_node(m, "GlobalAveragePool", {"e"}, {"y"});
+  add_output(m, "y");
+  Graph g = import_model(m);
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.nodes[0].op, OpKind::Elu);
+  auto add6 = make_model(6);
+  add_input(add6, "x", {int64_t{2}});
+  add_node(add6, "Add", {"x", "x"}, {"y"}, "add");
+  add_output(add6, "y");
+  expect_user_error(add6, "node 'add': Add version 6 (selected by opset 6) is not supported (kiln reads versions 7 to 14)");
+  auto elu1 = make_model(1);
+  add_input(elu1, "x", {int64_t{2}});
+  add_node(elu1, "Elu", {"x"}, {"y"}, "elu");
+  add_output(elu1, "y");
+  expect_user_error(elu1, "node 'elu': Elu version 1 (selected by opset 1) is not supported (kiln reads versions 6 to 22)");
+  auto none = make_model(0);
+  add_input(none, "x", {int64_t{2}});
+  add_node(none, "Relu", {"x"}, {"y"});
+  add_output(none, "y");
+  expect_user_error(none, "ONNX opset 0 is not supported (kiln reads opsets 1 to 28)");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// CumSum, TopK, ScatterElements, ScatterND (and GatherND, Compress, NonZero, ReverseSequence, BitShift): against plain fp64 loops on random inputs (NaN and +-Inf
+// CumSum, CumProd, TopK, ScatterElements, ScatterND (and GatherND, Compress, NonZero, ReverseSequence, BitShift): against plain fp64 loops on random inputs (NaN and +-Inf
 // mixed in, size-1 dims), eager f32 and the fp64 reference path, and their errors.
 #include <algorithm>
 #include <climits>
@@ -9,8 +9,8 @@
 namespace kiln::shape_test {
 namespace {
 
-// The fp64 cumulative sum of x along `axis` (exclusive, reverse as the attributes say).
-std::vector<double> cumsum_fp64(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
+// The fp64 cumulative sum (or product) of x along `axis` (exclusive, reverse as the attributes say).
+std::vector<double> cumulative_fp64(const Tensor& x, int64_t axis, bool exclusive, bool reverse, bool product) {
   const std::vector<int64_t>& d = x.shape();
   int64_t inner = 1, outer = 1;
   for (size_t k = 0; k < d.size(); ++k) {
@@ -21,12 +21,12 @@ std::vector<double> cumsum_fp64(const Tensor& x, int64_t axis, bool exclusive, b
   std::vector<double> want(static_cast<size_t>(x.numel()));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      double sum = 0;
+      double acc = product ? 1 : 0;
       for (int64_t j = 0; j < n; ++j) {
         const int64_t at = (o * n + (reverse ? n - 1 - j : j)) * inner + i;
-        if (exclusive) want[size_t(at)] = sum;
-        sum += x.as_double(at);
-        if (!exclusive) want[size_t(at)] = sum;
+        if (exclusive) want[size_t(at)] = acc;
+        acc = product ? acc * x.as_double(at) : acc + x.as_double(at);
+        if (!exclusive) want[size_t(at)] = acc;
       }
     }
   return want;
@@ -47,17 +47,20 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
 
 TEST(CumSum, EveryAxisAndAttributeAgainstFp64WithNaNAndInf) {
   std::mt19937 rng(3);
+  for (const bool product : {false, true})
   for (const std::vector<int64_t>& shape : {std::vector<int64_t>{7}, {3, 1, 5}, {1, 4, 2}}) {
     Tensor x = random_f32(shape, rng);
     for (int64_t axis = -int64_t(shape.size()); axis < int64_t(shape.size()); ++axis)
       for (int exclusive : {0, 1})
         for (int reverse : {0, 1}) {
-          Node n = make_node(OpKind::CumSum, 2);
+          SCOPED_TRACE(fmt::format("{} axis {} exclusive {} reverse {}", product ? "CumProd" : "CumSum", axis,
+                                   exclusive, reverse));
+          Node n = make_node(product ? OpKind::CumProd : OpKind::CumSum, 2);
           set_attr(n, "exclusive", int64_t{exclusive});
           set_attr(n, "reverse", int64_t{reverse});
           Tensor a = Tensor::scalar(DType::i32, int32_t(axis));
           const int64_t ax = axis < 0 ? axis + int64_t(shape.size()) : axis;
-          std::vector<double> want = cumsum_fp64(x, ax, exclusive, reverse);
+          std::vector<double> want = cumulative_fp64(x, ax, exclusive, reverse, product);
           expect_close(values(run1(n, {&x, &a})), want, 1e-5);
           Tensor x64 = convert_tensor(x, DType::f64);  // the fp64 oracle's own path
           expect_close(values(run(n, {&x64, &a}, /*reference=*/true).at(0)), want, 1e-12);
@@ -76,6 +79,15 @@ TEST(CumSum, IntegersWrapAndErrorsNameTheNode) {
   EXPECT_THROW(run1(n, {&x, &two_axes}), UserError);
   Tensor float_axis = f32({1}, {0});
   EXPECT_THROW(run1(n, {&x, &float_axis}), UserError);
+  // CumProd wraps too, and keeps u64's high values; types outside ONNX's list are refused.
+  Node p = make_node(OpKind::CumProd, 2);
+  Tensor big = Tensor::from_vector(DType::i32, {3}, std::vector<int64_t>{65536, 65536, 3});
+  EXPECT_EQ(ints(run1(p, {&big, &axis})), (std::vector<int64_t>{65536, 0, 0}));
+  Tensor u = Tensor::from_vector(DType::u64, {2}, std::vector<uint64_t>{uint64_t{1} << 62, 3});
+  Tensor up = run1(p, {&u, &axis});
+  EXPECT_EQ(up.data<uint64_t>()[1], uint64_t{3} << 62);
+  Tensor i16 = Tensor::from_vector(DType::i16, {2}, std::vector<int64_t>{1, 2});
+  EXPECT_THROW(run1(p, {&i16, &axis}), UserError);
 }
 
 TEST(TopK, LargestAndSmallestKeepTheLowerIndexOfEqualValuesAndPutNaNFirst) {

@@ -41,12 +41,14 @@ uint16_t round_double_to_small_float(double d) {
   return static_cast<uint16_t>(sign | bits);
 }
 
-// Reads one element as the widest type of its kind: double for floats, int64 for integers and bool.
+// Reads one element as the widest type of its kind: double for floats, int64 for integers and bool
+// (uint64 for u64, whose high values int64 cannot hold).
 template <class S>
 inline auto load(S v) {
   if constexpr (std::is_same_v<S, F16>) return static_cast<double>(half_to_float(v.bits));
   else if constexpr (std::is_same_v<S, BF16>) return static_cast<double>(bf16_to_float(v.bits));
   else if constexpr (std::is_floating_point_v<S>) return static_cast<double>(v);
+  else if constexpr (std::is_same_v<S, uint64_t>) return v;
   else return static_cast<int64_t>(v);
 }
 
@@ -96,7 +98,7 @@ DType cast_target(const InferContext& ctx) {
   if (!n.has_attr("to")) ctx.fail("attribute 'to' is required");
   const std::string to = n.attr_string("to", "");
   auto t = dtype_from_name(to);
-  if (!t) ctx.fail("attribute 'to' is '{}', not a dtype name (f32, f16, bf16, f64, i8, u8, i32, i64, bool)", to);
+  if (!t) ctx.fail("attribute 'to' is '{}', not a dtype name (f32, f16, bf16, f64, i8, u8, i16, u16, i32, u32, i64, u64, bool)", to);
   return *t;
 }
 

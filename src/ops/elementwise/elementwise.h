@@ -25,7 +25,7 @@ template <class... Args>
 }
 
 // Which input dtypes an op accepts (f16/bf16 count as float: the executor widens them).
-enum class TypeClass { floating, numeric, signed_numeric, integer_or_bool, boolean, any };
+enum class TypeClass { floating, numeric, signed_numeric, integer, integer_or_bool, boolean, any };
 bool dtype_in_class(DType t, TypeClass c);
 void check_dtype(const InferContext& ctx, size_t input, TypeClass c);
 
@@ -73,6 +73,8 @@ inline T wrap_mul(T a, T b) {
     // Promote u8/i8 through unsigned int: unsigned char * unsigned char would promote to signed int.
     using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
     return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return a && b;  // a scatter's mul reduction over bool
   } else {
     return a * b;
   }

@@ -6,7 +6,8 @@ bool dtype_in_class(DType t, TypeClass c) {
   switch (c) {
     case TypeClass::floating: return is_float(t);
     case TypeClass::numeric: return t != DType::boolean;
-    case TypeClass::signed_numeric: return t != DType::boolean && t != DType::u8;
+    case TypeClass::signed_numeric: return t != DType::boolean && !is_unsigned(t);
+    case TypeClass::integer: return is_integer(t);
     case TypeClass::integer_or_bool: return !is_float(t);
     case TypeClass::boolean: return t == DType::boolean;
     case TypeClass::any: return true;

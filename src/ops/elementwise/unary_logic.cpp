@@ -1,4 +1,4 @@
-// Not IsNaN IsInf: bool results.
+// Not IsNaN IsInf: bool results; BitwiseNot of an integer.
 #include <limits>
 
 #include "ops/elementwise/unary.h"
@@ -12,6 +12,14 @@ struct NotOp {
   using out_type = bool;
   explicit NotOp(const Node&) {}
   bool operator()(T x) const { return !x; }
+};
+
+template <class T>
+struct BitwiseNotOp {
+  static constexpr bool valid = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+  using out_type = T;
+  explicit BitwiseNotOp(const Node&) {}
+  T operator()(T x) const { return static_cast<T>(~x); }
 };
 
 template <class T>
@@ -39,6 +47,7 @@ struct IsInfOp {
 
 void register_unary_logic_ops(OpRegistry& r) {
   add_unary<NotOp, TypeClass::boolean, kCheapGrain, true>(r, OpKind::Not);
+  add_unary<BitwiseNotOp, TypeClass::integer, kCheapGrain>(r, OpKind::BitwiseNot);
   add_unary<IsNaNOp, TypeClass::floating, kCheapGrain, true>(r, OpKind::IsNaN);
   add_unary<IsInfOp, TypeClass::floating, kCheapGrain, true>(r, OpKind::IsInf);
 }

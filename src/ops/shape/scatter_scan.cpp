@@ -1,4 +1,4 @@
-// CumSum, TopK, ScatterElements and ScatterND. Every index is checked (negative ones wrapped) before
+// CumSum and CumProd, TopK, ScatterElements and ScatterND. Every index is checked (negative ones wrapped) before
 // anything is written: an out-of-range index is a user error naming the node, never a write out of
 // bounds. Scatters apply their updates in index order, one after another, so duplicate indices
 // give what the ONNX reference gives (the last write wins; reductions combine in that order).
@@ -15,7 +15,7 @@
 namespace kiln::shape_ops {
 namespace {
 
-// ---- CumSum ------------------------------------------------------------------------------------------
+// ---- CumSum and CumProd ------------------------------------------------------------------------------
 
 // The axis input: a scalar or one element, of an integer type.
 int64_t scan_axis(const Node& node, const Tensor& axis, int64_t rank) {
@@ -24,17 +24,22 @@ int64_t scan_axis(const Node& node, const Tensor& axis, int64_t rank) {
   return normalize_axis(node, a[0], rank);
 }
 
-std::vector<TensorType> infer_cumsum(InferContext& ctx) {
+std::vector<TensorType> infer_cumulative(InferContext& ctx) {
   const TensorType& x = ctx.in(0);
+  const std::string_view op = op_name(ctx.node().op);
   require_integer_input(ctx, 1, "axis");
-  if (x.dtype == DType::boolean || x.dtype == DType::i8 || x.dtype == DType::u8)
-    ctx.fail("CumSum of {} is not defined (float, double, int32 and int64 are)", dtype_name(x.dtype));
+  if (x.dtype == DType::boolean || x.dtype == DType::i8 || x.dtype == DType::u8 || x.dtype == DType::i16 ||
+      x.dtype == DType::u16)
+    ctx.fail("{} of {} is not defined (floats, int32, int64, uint32 and uint64 are)", op, dtype_name(x.dtype));
   if (const Tensor* axis = ctx.value(1)) scan_axis(ctx.node(), *axis, std::max<int64_t>(1, x.rank()));
-  if (x.rank() == 0) ctx.fail("CumSum of a scalar");
+  if (x.rank() == 0) ctx.fail("{} of a scalar", op);
   return {x};
 }
 
-void kernel_cumsum(const Node& node, std::span<const Tensor* const> in, std::span<Tensor> out, const KernelContext&) {
+// The running sum (or product) along the axis; `exclusive` leaves the current element out.
+template <bool kProduct>
+void kernel_cumulative(const Node& node, std::span<const Tensor* const> in, std::span<Tensor> out,
+                       const KernelContext&) {
   const Tensor& x = *in[0];
   const int64_t axis = scan_axis(node, *in[1], x.rank());
   const bool exclusive = node.attr_int("exclusive", 0) != 0, reverse = node.attr_int("reverse", 0) != 0;
@@ -49,16 +54,12 @@ void kernel_cumsum(const Node& node, std::span<const Tensor* const> in, std::spa
     parallel_for(outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n)), [&](int64_t b, int64_t e) {
       for (int64_t line = b; line < e; ++line) {
         const int64_t base = (line / inner) * n * inner + line % inner;
-        T sum = T(0);
+        T acc = kProduct ? T(1) : T(0);
         for (int64_t j = 0; j < n; ++j) {
           const int64_t at = base + (reverse ? n - 1 - j : j) * inner;
-          if (exclusive) {
-            dst[at] = sum;
-            sum = elementwise::wrap_add(sum, src[at]);
-          } else {
-            sum = elementwise::wrap_add(sum, src[at]);
-            dst[at] = sum;
-          }
+          const T next = kProduct ? elementwise::wrap_mul(acc, src[at]) : elementwise::wrap_add(acc, src[at]);
+          dst[at] = exclusive ? acc : next;
+          acc = next;
         }
       }
     });
@@ -271,11 +272,13 @@ void kernel_scatter_nd(const Node& node, std::span<const Tensor* const> in, std:
 }  // namespace
 
 void register_scatter_scan_ops(OpRegistry& r) {
-  OpDef cumsum;
-  cumsum.infer = infer_cumsum;
-  cumsum.kernel = kernel_cumsum;
-  cumsum.min_inputs = cumsum.max_inputs = 2;
-  r.add(OpKind::CumSum, cumsum);
+  OpDef cumulative;
+  cumulative.infer = infer_cumulative;
+  cumulative.min_inputs = cumulative.max_inputs = 2;
+  cumulative.kernel = kernel_cumulative<false>;
+  r.add(OpKind::CumSum, cumulative);
+  cumulative.kernel = kernel_cumulative<true>;
+  r.add(OpKind::CumProd, cumulative);
   OpDef topk;
   topk.infer = infer_topk;
   topk.kernel = kernel_topk;

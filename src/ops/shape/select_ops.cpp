@@ -231,7 +231,11 @@ void kernel_bitshift(const Node& node, std::span<const Tensor* const> in, std::s
   };
   switch (x.dtype()) {
     case DType::u8: run(uint8_t{}); break;
+    case DType::u16: run(uint16_t{}); break;
+    case DType::u32: run(uint32_t{}); break;
+    case DType::u64: run(uint64_t{}); break;
     case DType::i8: run(int8_t{}); break;
+    case DType::i16: run(int16_t{}); break;
     case DType::i32: run(int32_t{}); break;
     case DType::i64: run(int64_t{}); break;
     default: node_fail(node, "BitShift of {} is not supported", dtype_name(x.dtype()));

@@ -100,7 +100,10 @@ void store_scalar(DType dtype, const Tensor& value, void* dst) {
     return;
   }
   bool exact_int = !is_float(value.dtype());
-  int64_t iv = exact_int ? value.as_int64(0) : 0;
+  // An integer narrows modulo 2^bits (u64's high values too); a float saturates.
+  int64_t iv = !exact_int                      ? 0
+               : value.dtype() == DType::u64 ? static_cast<int64_t>(value.data<uint64_t>()[0])
+                                               : value.as_int64(0);
   double dv = value.as_double(0);
   switch (dtype) {
     case DType::f32: { float f = static_cast<float>(dv); std::memcpy(dst, &f, 4); break; }
@@ -111,6 +114,10 @@ void store_scalar(DType dtype, const Tensor& value, void* dst) {
     case DType::i32: { int32_t v = exact_int ? static_cast<int32_t>(iv) : saturate<int32_t>(dv); std::memcpy(dst, &v, 4); break; }
     case DType::i8: { int8_t v = exact_int ? static_cast<int8_t>(iv) : saturate<int8_t>(dv); std::memcpy(dst, &v, 1); break; }
     case DType::u8: { uint8_t v = exact_int ? static_cast<uint8_t>(iv) : saturate<uint8_t>(dv); std::memcpy(dst, &v, 1); break; }
+    case DType::i16: { int16_t v = exact_int ? static_cast<int16_t>(iv) : saturate<int16_t>(dv); std::memcpy(dst, &v, 2); break; }
+    case DType::u16: { uint16_t v = exact_int ? static_cast<uint16_t>(iv) : saturate<uint16_t>(dv); std::memcpy(dst, &v, 2); break; }
+    case DType::u32: { uint32_t v = exact_int ? static_cast<uint32_t>(iv) : saturate<uint32_t>(dv); std::memcpy(dst, &v, 4); break; }
+    case DType::u64: { uint64_t v = exact_int ? static_cast<uint64_t>(iv) : saturate<uint64_t>(dv); std::memcpy(dst, &v, 8); break; }
     case DType::boolean: { bool v = dv != 0.0; std::memcpy(dst, &v, 1); break; }
   }
 }
