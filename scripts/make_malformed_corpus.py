@@ -1183,10 +1183,14 @@ def operator_cases():
     one("shape_pad_reflect_empty_axis.onnx", "reflect-mode Pad of an empty axis",
         node("Pad", ["x", "p"], ["y"], mode="reflect"),
         [vi("x", [2, 0])], inits=[i64("p", [0, 1, 0, 1])])
-    one("attr_batchnorm_training_mode.onnx", "BatchNormalization training_mode=1 (not supported)",
+    one("attr_batchnorm_training_mode.onnx", "BatchNormalization training_mode=2 (0 or 1)",
+        node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=2),
+        [vi("x", [1, 3, 2, 2])],
+        [vi("y", None), vi("rm", None), vi("rv", None)], inits=[const(n, np.ones(3)) for n in "sbmv"], expect=E)
+    one("valid_batchnorm_training_mode.onnx", "BatchNormalization training_mode=1: batch statistics, running outputs",
         node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1),
         [vi("x", [1, 3, 2, 2])],
-        [vi("y", None), vi("rm", None), vi("rv", None)], inits=[const(n, np.ones(3)) for n in "sbmv"])
+        [vi("y", None), vi("rm", None), vi("rv", None)], inits=[const(n, np.ones(3)) for n in "sbmv"], expect=V)
     one("attr_conv_transpose_group_not_dividing.onnx", "ConvTranspose group 2 for weights of 1 input channel",
         node("ConvTranspose", ["x", "w"], ["y"], group=2), x4, inits=[const("w", np.ones((1, 1, 3, 3)))])
     one("shape_conv_transpose_huge_stride.onnx", "ConvTranspose strides [2^40, 2^40] (numel overflows)",

@@ -67,7 +67,10 @@ NodeId OnnxGraphReader::add_node(OpKind op, std::vector<ValueId> inputs, const s
   return id;
 }
 
-std::string NodeForm::desc() const { return fmt::format("node '{}' ({}-{})", name, op_type, version); }
+std::string NodeForm::desc() const {
+  if (!domain.empty()) return fmt::format("node '{}' ({}::{}-{})", name, domain, op_type, version);
+  return fmt::format("node '{}' ({}-{})", name, op_type, version);
+}
 
 namespace {
 
@@ -113,8 +116,11 @@ void NodeForm::float_attr_to_input(OnnxGraphReader& b, const char* attr, size_t 
 }
 
 void add_canonical_node(OnnxGraphReader& b, NodeForm n) {
-  adapt_to_newest(b, n);
+  // Another domain's operator is only ever a rewrite (the importer checked that it has one) and has no
+  // version steps.
+  if (n.domain.empty()) adapt_to_newest(b, n);
   if (!add_rewritten_node(b, n)) {
+    if (!n.domain.empty()) internal_error("onnx import: {} has no rewrite", n.desc());
     auto op = op_from_name(n.op_type);
     if (!op) internal_error("onnx import: {} has no kiln op", n.desc());
     if (*op == OpKind::Cast && n.attrs.count("to")) {
@@ -122,7 +128,7 @@ void add_canonical_node(OnnxGraphReader& b, NodeForm n) {
       const int64_t code = n.int_attr("to", 0);
       auto t = code >= INT32_MIN && code <= INT32_MAX ? dtype_from_onnx(static_cast<int>(code)) : std::nullopt;
       if (!t)
-        unsupported("{}: cannot cast to ONNX element type {} (supported: 1 2 3 6 7 9 10 11 16)", n.desc(), code);
+        unsupported("{}: cannot cast to ONNX element type {} (supported: 1 to 7, 9 to 13, 16)", n.desc(), code);
       n.attrs["to"] = Attribute{std::string(dtype_name(*t))};
     }
     b.add_node(*op, std::move(n.inputs), n.outputs, n.name, std::move(n.attrs));

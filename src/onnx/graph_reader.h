@@ -66,7 +66,8 @@ class OnnxGraphReader {
 // adapters rewrite it a step at a time.
 struct NodeForm {
   std::string op_type;  // the ONNX name
-  int version = 0;
+  std::string domain;   // "" for the default domain (ai.onnx)
+  int version = 0;      // of the operator (the domain's opset outside the default domain)
   std::string name;
   std::vector<ValueId> inputs;  // kNoValue: an omitted optional input
   std::vector<std::string> outputs;  // "" : an omitted optional output
@@ -108,6 +109,9 @@ void adapt_to_newest(OnnxGraphReader& b, NodeForm& n);
 // newest version; false when `op_type` is not one of them (legacy_rewrites.cpp).
 bool add_rewritten_node(OnnxGraphReader& b, NodeForm& n);
 bool is_rewritten_op(std::string_view op_type);
+// Operators of other domains that kiln reads as its own ops (import_rewrites.cpp): the oldest opset of
+// `domain` that has `op_type` as kiln reads it, or 0 where kiln does not read it.
+int domain_op_since(std::string_view domain, std::string_view op_type);
 
 // Adds one node, adapted to its newest version, then to kiln's canonical form (Cast's 'to' as a dtype
 // name), or rewritten into kiln ops.

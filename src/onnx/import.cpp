@@ -1,6 +1,7 @@
 #include "onnx/import.h"
 
 #include <climits>
+#include <map>
 #include <onnx/onnx.pb.h>
 #include <queue>
 
@@ -20,7 +21,26 @@ std::string node_name(const ::onnx::NodeProto& n, int index) {
   return n.name().empty() ? fmt::format("{}_{}", n.op_type(), index) : n.name();
 }
 
-// The default-domain opset, after checking the IR version and the opset imports.
+// The opset the model imports of each domain other than the default one.
+std::map<std::string, int64_t> other_domain_opsets(const ::onnx::ModelProto& model) {
+  std::map<std::string, int64_t> opsets;
+  for (const auto& imp : model.opset_import())
+    if (!is_default_domain(imp.domain()) && !opsets.emplace(imp.domain(), imp.version()).second)
+      user_error("model imports the domain '{}' twice", imp.domain());
+  return opsets;
+}
+
+// Whether every node of the model is of another domain, with an operator kiln reads there (a model of
+// ai.onnx.preview.training alone imports no default opset).
+bool only_other_domain_ops(const ::onnx::ModelProto& model) {
+  if (!model.has_graph() || model.graph().node_size() == 0) return false;
+  for (const auto& n : model.graph().node())
+    if (is_default_domain(n.domain()) || !domain_op_since(n.domain(), n.op_type())) return false;
+  return true;
+}
+
+// The default-domain opset (0 for a model whose nodes are all of other domains), after checking the IR
+// version and the opset imports.
 int64_t checked_opset(const ::onnx::ModelProto& model) {
   if (!model.has_ir_version() || model.ir_version() == 0)
     user_error("model has no ir_version (is this an ONNX model?)");
@@ -33,12 +53,17 @@ int64_t checked_opset(const ::onnx::ModelProto& model) {
     if (opset >= 0) user_error("model imports the default ONNX domain twice");
     opset = imp.version();
   }
+  if (opset < 0 && only_other_domain_ops(model)) return 0;
   if (opset < 0) {
-    // A model of another domain only (e.g. ai.onnx.preview.training): name its first operator.
+    // Name the first node kiln cannot read: of the default domain (which the model does not import), or
+    // an operator of another domain kiln does not read.
     if (model.has_graph())
       for (int i = 0; i < model.graph().node_size(); ++i) {
         const auto& n = model.graph().node(i);
-        if (!is_default_domain(n.domain()))
+        if (is_default_domain(n.domain()))
+          user_error("node '{}' ({}): the model imports no opset of the default ONNX domain", node_name(n, i),
+                     n.op_type());
+        if (!domain_op_since(n.domain(), n.op_type()))
           unsupported("node '{}': unsupported operator {}::{}", node_name(n, i), n.domain(), n.op_type());
       }
     user_error("model imports no opset of the default ONNX domain");
@@ -108,6 +133,7 @@ class Importer {
 
     Graph graph;
     opset_ = opset;
+    domain_opsets_ = other_domain_opsets(model_);
     OnnxGraphReader b(graph, options_, opset);
     add_initializers(b);
     add_inputs(b);
@@ -168,8 +194,12 @@ class Importer {
     for (int i = 0; i < g.node_size(); ++i) {
       const auto& np = g.node(i);
       std::string name = node_name(np, i);
-      if (!is_default_domain(np.domain()))
-        unsupported("node '{}': unsupported operator {}::{}", name, np.domain(), np.op_type());
+      if (!is_default_domain(np.domain())) {
+        nodes.push_back(PendingNode{&np, other_domain_support(np, name), std::move(name)});
+        for (const auto& out : np.output())
+          if (!out.empty()) claim(b, out, fmt::format("node '{}' ({}::{})", nodes.back().name, np.domain(), np.op_type()));
+        continue;
+      }
       if (np.op_type() == "If" || np.op_type() == "Loop" || np.op_type() == "Scan")
         unsupported("node '{}' ({}): subgraphs are not supported", name, np.op_type());
       OpSupport support = check_op_support(np.op_type(), opset_, name);
@@ -179,6 +209,22 @@ class Importer {
       nodes.push_back(PendingNode{&np, support, std::move(name)});
     }
     return nodes;
+  }
+
+  // A node of another domain: an operator kiln reads there, at an opset of its domain the model imports.
+  OpSupport other_domain_support(const ::onnx::NodeProto& np, const std::string& name) const {
+    const int since = domain_op_since(np.domain(), np.op_type());
+    if (!since) unsupported("node '{}': unsupported operator {}::{}", name, np.domain(), np.op_type());
+    auto it = domain_opsets_.find(np.domain());
+    if (it == domain_opsets_.end())
+      user_error("node '{}': the domain of {}::{} is not in the model's opset imports", name, np.domain(), np.op_type());
+    if (it->second < since || it->second > INT_MAX)
+      unsupported("node '{}': {}::{} at opset {} of its domain is not supported (kiln reads it from opset {})", name,
+                  np.domain(), np.op_type(), it->second, since);
+    OpSupport s;
+    s.version = static_cast<int>(it->second);
+    s.rewritten = true;
+    return s;
   }
 
   // Kahn's algorithm, preferring the model's order among ready nodes. A dangling input or a cycle is
@@ -238,6 +284,7 @@ class Importer {
     std::string desc = fmt::format("node '{}' ({})", n.name, n.proto->op_type());
     NodeForm form;
     form.op_type = n.proto->op_type();
+    if (!is_default_domain(n.proto->domain())) form.domain = n.proto->domain();
     form.version = n.support.version;
     form.name = n.name;
     form.attrs = convert_attributes(*n.proto, desc, options_, &external_);
@@ -292,6 +339,7 @@ class Importer {
   const ::onnx::ModelProto& model_;
   const Options& options_;
   int64_t opset_ = 0;
+  std::map<std::string, int64_t> domain_opsets_;  // of the domains other than the default one
   ExternalData external_;
   std::unordered_set<std::string> producers_;
 };

@@ -153,6 +153,7 @@ void reduce_log_sum_exp(OnnxGraphReader& b, NodeForm& n) {
 
 constexpr RewriteRow kRewrites[] = {
     {"Attention", attention_rewrite},
+    {"BatchNormalization", batch_normalization},
     {"Dropout", dropout},
     {"GroupNormalization", group_normalization},
     {"InstanceNormalization", instance_normalization},
@@ -188,12 +189,39 @@ const RewriteRow* find_rewrite(std::string_view op) {
   return nullptr;
 }
 
+// The other domains kiln reads operators of, and from which opset of the domain.
+struct DomainRows {
+  std::string_view domain;
+  int since;
+  std::span<const RewriteRow> (*rows)();
+};
+constexpr DomainRows kDomains[] = {
+    {"ai.onnx.preview.training", 1, training_rewrites},
+};
+
+const RewriteRow* find_domain_rewrite(std::string_view domain, std::string_view op, int* since) {
+  for (const DomainRows& d : kDomains) {
+    if (d.domain != domain) continue;
+    for (const RewriteRow& r : d.rows())
+      if (r.op == op) {
+        if (since) *since = d.since;
+        return &r;
+      }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool is_rewritten_op(std::string_view op_type) { return find_rewrite(op_type) != nullptr; }
 
+int domain_op_since(std::string_view domain, std::string_view op_type) {
+  int since = 0;
+  return find_domain_rewrite(domain, op_type, &since) ? since : 0;
+}
+
 bool add_rewritten_node(OnnxGraphReader& b, NodeForm& n) {
-  const RewriteRow* r = find_rewrite(n.op_type);
+  const RewriteRow* r = n.domain.empty() ? find_rewrite(n.op_type) : find_domain_rewrite(n.domain, n.op_type, nullptr);
   if (!r) return false;
   r->rewrite(b, n);
   return true;

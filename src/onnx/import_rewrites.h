@@ -41,6 +41,8 @@ std::span<const RewriteRow> einsum_rewrites();
 // CenterCropPad as Pad, RotaryEmbedding as slices and products (import_rewrites_crop_rotary.cpp).
 std::span<const RewriteRow> dft_rewrites();
 std::span<const RewriteRow> crop_rotary_rewrites();
+// Adagrad, Adam and Momentum of ai.onnx.preview.training (import_rewrites_training.cpp).
+std::span<const RewriteRow> training_rewrites();
 
 // Round half to even of x (any float type): f + 1 where x - f > 0.5 or where it is 0.5 and f = floor(x)
 // is odd; NaN and infinities stay as they are (import_rewrites_math.cpp). `out` names the result.
@@ -50,6 +52,7 @@ void rms_normalization(OnnxGraphReader& b, NodeForm& n);
 void negative_log_likelihood_loss(OnnxGraphReader& b, NodeForm& n);
 void softmax_cross_entropy_loss(OnnxGraphReader& b, NodeForm& n);
 void instance_normalization(OnnxGraphReader& b, NodeForm& n);
+void batch_normalization(OnnxGraphReader& b, NodeForm& n);
 void group_normalization(OnnxGraphReader& b, NodeForm& n);
 void lrn(OnnxGraphReader& b, NodeForm& n);
 void attention_rewrite(OnnxGraphReader& b, NodeForm& n);  // import_rewrites_attention.cpp

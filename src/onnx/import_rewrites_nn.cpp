@@ -129,6 +129,47 @@ void rms_normalization(OnnxGraphReader& b, NodeForm& n) {
   add(b, n, OpKind::Mul, {normed, n.inputs[1]}, "out", {}, n.outputs[0]);
 }
 
+// BatchNormalization: in inference mode the kiln op itself. In training mode (opset 14 on) Y normalizes
+// with the batch's mean and (population) variance over every axis but 1, and the optional outputs are
+// running_mean = input_mean * momentum + mean * (1 - momentum), and running_var the same of the variance.
+void batch_normalization(OnnxGraphReader& b, NodeForm& n) {
+  const int64_t training = n.int_attr("training_mode", 0);
+  if (training != 0 && training != 1) user_error("{}: training_mode is {}, not 0 or 1", n.desc(), training);
+  if (training == 0) {
+    b.add_node(OpKind::BatchNormalization, std::move(n.inputs), n.outputs, n.name, std::move(n.attrs));
+    return;
+  }
+  need_io(n);
+  for (size_t i = 1; i < 5; ++i)
+    if (!n.has_input(i)) user_error("{}: input {} is missing", n.desc(), i);
+  if (n.outputs.size() > 3) user_error("{}: has {} outputs (Y, running_mean, running_var)", n.desc(), n.outputs.size());
+  ValueId x = n.inputs[0];
+  std::optional<int> rank = b.known_rank(x);
+  if (!rank) unsupported("{}: the input's rank must be declared in training mode", n.desc());
+  if (*rank < 2) user_error("{}: the input must have rank 2 or more, has {}", n.desc(), *rank);
+  std::vector<int64_t> axes_list{0};
+  for (int64_t a = 2; a < *rank; ++a) axes_list.push_back(a);
+  const ValueId axes = b.constant_i64(n.name + "_axes", axes_list);
+  AttrMap keep;
+  keep["keepdims"] = Attribute{int64_t{1}};
+  ValueId mean = add(b, n, OpKind::ReduceMean, {x, axes}, "mean", keep);
+  ValueId centred = add(b, n, OpKind::Sub, {x, mean}, "centred");
+  ValueId var = add(b, n, OpKind::ReduceMean, {add(b, n, OpKind::Mul, {centred, centred}, "square"), axes}, "var", keep);
+  ValueId eps = b.scalar_like(n.name + "_epsilon", n.float_attr("epsilon", 1e-5), x);
+  ValueId deviation = add(b, n, OpKind::Sqrt, {add(b, n, OpKind::Add, {var, eps}, "var_eps")}, "std");
+  per_channel_affine(b, n, add(b, n, OpKind::Div, {centred, deviation}, "normalized"), *rank);
+  const double momentum = n.float_attr("momentum", 0.9);
+  const ValueId flat = b.constant_i64(n.name + "_flat", {-1});
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    if (!n.has_output(i)) continue;
+    const ValueId running = n.inputs[i + 2], batch = add(b, n, OpKind::Reshape, {i == 1 ? mean : var, flat}, "batch");
+    ValueId kept = add(b, n, OpKind::Mul, {running, b.scalar_like(n.name + "_momentum", momentum, running)}, "kept");
+    ValueId fresh = add(b, n, OpKind::Mul, {add(b, n, OpKind::CastLike, {batch, running}, "batch_cast"),
+                                            b.scalar_like(n.name + "_rest", 1 - momentum, running)}, "fresh");
+    add(b, n, OpKind::Add, {kept, fresh}, "running", {}, n.outputs[i]);
+  }
+}
+
 // Y = scale (X - mean) / sqrt(var + epsilon) + B per (n, c), over the spatial axes; scale and B are
 // per channel. The rank must be declared (scale and B are reshaped to [C, 1, ...]).
 void instance_normalization(OnnxGraphReader& b, NodeForm& n) {
