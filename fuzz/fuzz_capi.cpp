@@ -90,9 +90,9 @@ void check(kiln_status status, const char* call) {
 
 size_t dtype_bytes(kiln_dtype t) {
   switch (t) {
-    case KILN_F64: case KILN_I64: return 8;
-    case KILN_F32: case KILN_I32: return 4;
-    case KILN_F16: case KILN_BF16: return 2;
+    case KILN_F64: case KILN_I64: case KILN_U64: return 8;
+    case KILN_F32: case KILN_I32: case KILN_U32: return 4;
+    case KILN_F16: case KILN_BF16: case KILN_I16: case KILN_U16: return 2;
     default: return 1;
   }
 }
@@ -165,7 +165,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 3: {  // a tensor, created (a copy or zeros) or wrapped over a buffer of the harness
         const bool wrap = p.byte() % 2;
         const uint8_t d = p.byte();
-        const kiln_dtype dtype = static_cast<kiln_dtype>(d < 250 ? d % 10 : d);
+        const kiln_dtype dtype = static_cast<kiln_dtype>(d < 250 ? d % 14 : d);
         std::vector<int64_t> shape;
         for (size_t i = 0, rank = p.byte() % 5; i < rank; ++i) shape.push_back(p.integer());
         size_t count = 1;
