@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <utility>
 
 #include "onnx/graph_reader.h"
 #include "onnx/tensor_proto.h"
@@ -115,6 +116,10 @@ void NodeForm::float_attr_to_input(OnnxGraphReader& b, const char* attr, size_t 
   attrs.erase(it);
 }
 
+// The attributes that hold an ONNX element type code.
+constexpr std::pair<OpKind, const char*> kDtypeAttributes[] = {{OpKind::Cast, "to"},
+                                                              {OpKind::MelWeightMatrix, "output_datatype"}};
+
 void add_canonical_node(OnnxGraphReader& b, NodeForm n) {
   // Another domain's operator is only ever a rewrite (the importer checked that it has one) and has no
   // version steps.
@@ -123,13 +128,15 @@ void add_canonical_node(OnnxGraphReader& b, NodeForm n) {
     if (!n.domain.empty()) internal_error("onnx import: {} has no rewrite", n.desc());
     auto op = op_from_name(n.op_type);
     if (!op) internal_error("onnx import: {} has no kiln op", n.desc());
-    if (*op == OpKind::Cast && n.attrs.count("to")) {
-      // ONNX's element type code becomes kiln's dtype name: no ONNX codes past the importer.
-      const int64_t code = n.int_attr("to", 0);
+    // ONNX's element type codes become kiln's dtype names: no ONNX codes past the importer.
+    for (const auto& [dtype_op, attr] : kDtypeAttributes) {
+      if (*op != dtype_op || !n.attrs.count(attr)) continue;
+      const int64_t code = n.int_attr(attr, 0);
       auto t = code >= INT32_MIN && code <= INT32_MAX ? dtype_from_onnx(static_cast<int>(code)) : std::nullopt;
-      if (!t)
+      if (!t && *op == OpKind::Cast)
         unsupported("{}: cannot cast to ONNX element type {} (supported: 1 to 7, 9 to 13, 16)", n.desc(), code);
-      n.attrs["to"] = Attribute{std::string(dtype_name(*t))};
+      if (!t) unsupported("{}: {} is ONNX element type {}, which kiln does not support", n.desc(), attr, code);
+      n.attrs[attr] = Attribute{std::string(dtype_name(*t))};
     }
     b.add_node(*op, std::move(n.inputs), n.outputs, n.name, std::move(n.attrs));
   }

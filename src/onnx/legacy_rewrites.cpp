@@ -131,4 +131,19 @@ void dropout_ratio_input(OnnxGraphReader& b, NodeForm& n) {
   n.attrs.erase(it);
 }
 
+// GridSample-16 names its modes bilinear, nearest and bicubic; 20 calls them linear, nearest and cubic
+// (and takes any number of spatial dims).
+void grid_sample_mode_names(OnnxGraphReader&, NodeForm& n) {
+  const std::string mode = n.string_attr("mode", "bilinear");
+  const char* renamed = mode == "bilinear" ? "linear" : mode == "bicubic" ? "cubic" : mode == "nearest" ? "nearest" : nullptr;
+  if (!renamed) user_error("{}: unknown mode '{}' (expected bilinear, nearest or bicubic)", n.desc(), mode);
+  n.attrs["mode"] = Attribute{std::string(renamed)};
+}
+
+// RoiAlign-10 shifts only the output samples by half a pixel; 16 names that mode and defaults to
+// half_pixel.
+void roi_align_output_half_pixel(OnnxGraphReader&, NodeForm& n) {
+  n.attrs["coordinate_transformation_mode"] = Attribute{std::string("output_half_pixel")};
+}
+
 }  // namespace kiln::legacy

@@ -21,5 +21,7 @@ void batchnorm_inference(OnnxGraphReader& b, NodeForm& n);    // BatchNormalizat
 void upsample_scales_input(OnnxGraphReader& b, NodeForm& n);  // Upsample-9: scales as input 1
 void dropout_bool_mask(OnnxGraphReader& b, NodeForm& n);      // Dropout-10: the mask is bool
 void dropout_ratio_input(OnnxGraphReader& b, NodeForm& n);    // Dropout-12: ratio as input 1
+void grid_sample_mode_names(OnnxGraphReader& b, NodeForm& n); // GridSample-20: bilinear -> linear, ...
+void roi_align_output_half_pixel(OnnxGraphReader& b, NodeForm& n);  // RoiAlign-16: coordinate mode
 
 }  // namespace kiln::legacy

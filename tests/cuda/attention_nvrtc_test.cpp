@@ -78,8 +78,9 @@ TEST_F(AttentionNvrtc, EveryWgmmaVariantCompilesForSm90aWithoutSpills) {
             EXPECT_EQ(line.rfind("ptxas", 0), 0u) << what << ": " << line;
             EXPECT_EQ(line.find("(C75"), std::string::npos) << what << ": " << line;
             std::smatch m;
-            if (std::regex_search(line, m, std::regex("([0-9]+) bytes spill (stores|loads)")))
+            if (std::regex_search(line, m, std::regex("([0-9]+) bytes spill (stores|loads)"))) {
               EXPECT_EQ(m[1], "0") << what << ": " << line;
+            }
           }
           EXPECT_FALSE(c.cubin.empty()) << what;
         }

@@ -91,8 +91,9 @@ class CudaAttention : public ::testing::Test {
     int attention = 0;
     for (const StepProfile& st : profile.steps) attention += st.label.find("attention") != std::string::npos;
     EXPECT_EQ(attention, 1) << "one attention step";
-    if (options.cuda_attention_kernel.rfind("wgmma", 0) == 0)
+    if (options.cuda_attention_kernel.rfind("wgmma", 0) == 0) {
       EXPECT_GT(backend::cuda::attention_wgmma_launches(), wgmma_before) << "the Hopper kernel ran";
+    }
   }
 };
 

@@ -18,8 +18,9 @@ Tensor run_both(const Node& n, std::initializer_list<const Tensor*> in) {
   Tensor eager = run(n, in), reference = run(n, in, true);
   EXPECT_EQ(eager.dtype(), reference.dtype());
   EXPECT_EQ(eager.nbytes(), reference.nbytes());
-  if (eager.nbytes() == reference.nbytes())
+  if (eager.nbytes() == reference.nbytes()) {
     EXPECT_EQ(std::memcmp(eager.raw(), reference.raw(), eager.nbytes()), 0) << op_name(n.op);
+  }
   return eager;
 }
 

@@ -16,6 +16,11 @@ void register_matmul_ops(OpRegistry& r);  // MatMul, Gemm
 void register_conv_ops(OpRegistry& r);    // Conv, ConvTranspose
 void register_pool_ops(OpRegistry& r);    // MaxPool, AveragePool, GlobalAveragePool
 void register_resize_op(OpRegistry& r);   // Resize
+void register_nms_op(OpRegistry& r);      // NonMaxSuppression
+void register_det_op(OpRegistry& r);      // Det
+void register_grid_sample_op(OpRegistry& r);  // GridSample
+void register_spectral_ops(OpRegistry& r);    // STFT, MelWeightMatrix
+void register_roi_align_op(OpRegistry& r);    // RoiAlign
 
 // A user error naming the node (same wording as InferContext::fail), for kernels and shared helpers.
 template <class... Args>

@@ -13,6 +13,8 @@ void register_shape_ops(OpRegistry& r) {
   shape_ops::register_generator_ops(r);
   shape_ops::register_scatter_scan_ops(r);
   shape_ops::register_select_ops(r);
+  shape_ops::register_unique_op(r);
+  shape_ops::register_tfidf_op(r);
 }
 
 }  // namespace kiln

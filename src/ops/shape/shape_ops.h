@@ -23,6 +23,8 @@ void register_pad_trilu_ops(OpRegistry& r);
 void register_generator_ops(OpRegistry& r);  // Shape, Size, Constant, ConstantOfShape, Range
 void register_scatter_scan_ops(OpRegistry& r);  // CumSum, TopK, ScatterElements, ScatterND
 void register_select_ops(OpRegistry& r);  // GatherND, Compress, NonZero, ReverseSequence, BitShift
+void register_unique_op(OpRegistry& r);  // Unique
+void register_tfidf_op(OpRegistry& r);   // TfIdfVectorizer
 
 // A user error that names the node (same wording as InferContext::fail), for kernels and helpers
 // shared between inference and kernels.
