@@ -24,6 +24,7 @@ TEST_F(AttentionNvrtc, EveryVariantCompilesForSm90a) {
       for (bool mask : {false, true}) {
         const AttentionSpec spec{t, d, mask, mask};
         const std::string code = attention_source("attention_test", spec);
+        EXPECT_EQ(kernels_starting_with_the_prologue(code, "attention"), 1);
         const CompiledCubin c = compile_to_cubin(code, "attention_test.cu", "sm_90a");
         EXPECT_EQ(c.log, "") << dtype_name(t) << " D=" << d << "\n" << code;
         EXPECT_FALSE(c.cubin.empty());
@@ -40,6 +41,7 @@ TEST_F(AttentionNvrtc, EveryTensorCoreVariantCompilesForSm90a) {
           spec.positive_scale = warps == 4;  // unmasked: the scale inside the exponents
           ASSERT_TRUE(attention_uses_tensor_cores(spec));
           const std::string code = attention_mma_source("attention_mma_test", spec);
+          EXPECT_EQ(kernels_starting_with_the_prologue(code, "attention_mma"), 1);
           EXPECT_NE(code.find(fmt::format("__launch_bounds__({})", 32 * warps)), std::string::npos);
           // Two key-tile stages where both fit in static shared memory (head dims to 64), one past that.
           EXPECT_NE(code.find(fmt::format("key-tile stages {}", d <= 64 ? 2 : 1)), std::string::npos);
@@ -67,6 +69,7 @@ TEST_F(AttentionNvrtc, EveryWgmmaVariantCompilesForSm90aWithoutSpills) {
           const std::string what =
               fmt::format("{} D={} consumers {} mask {} overlap {}", dtype_name(t), d, consumers, mask, overlap);
           const std::string code = attention_wgmma_source("attention_wgmma_test", spec);
+          EXPECT_EQ(kernels_starting_with_the_prologue(code, what), 1);
           EXPECT_NE(code.find(fmt::format("{} consumer warpgroups, {} keys a tile", consumers,
                                           attention_wgmma_keys_a_tile(spec))),
                     std::string::npos)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 
 #include "backend/cuda/device_probe.h"
 #include "backend/cuda/nvrtc.h"
@@ -17,6 +18,25 @@ extern "C" __global__ void axpb(float a, const float* x, const float* b, float* 
   if (i < n) y[i] = a * x[i] + b[i];
 }
 )";
+
+// The kernels (extern "C" __global__ functions) in a CUDA source that call kiln_grid_prologue() as their
+// first statement, which a launch with LaunchConfig::waits_for_prior_grids relies on; each one that does
+// not is a test failure naming it and `what`.
+inline int kernels_starting_with_the_prologue(std::string_view code, std::string_view what) {
+  constexpr std::string_view kKernel = "extern \"C\" __global__", kPrologue = "kiln_grid_prologue();";
+  int good = 0;
+  for (size_t at = code.find(kKernel); at != std::string_view::npos; at = code.find(kKernel, at + 1)) {
+    size_t body = code.find('{', at);
+    if (body == std::string_view::npos) break;
+    body = code.find_first_not_of(" \t\n\\", body + 1);  // macro bodies continue lines with '\'
+    const std::string_view head = code.substr(at, code.find('(', at) - at);
+    if (body != std::string_view::npos && code.substr(body, kPrologue.size()) == kPrologue)
+      ++good;
+    else
+      ADD_FAILURE() << what << ": kernel '" << head << "' does not start with " << kPrologue;
+  }
+  return good;
+}
 
 class NvrtcTest : public ::testing::Test {
  protected:

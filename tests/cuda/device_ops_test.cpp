@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cuda/device_ops.h"
+#include "cuda_test_util.h"
 #include "device_ops_fixture.h"
 #include "kiln/errors.h"
 #include "ops/registry.h"
@@ -16,6 +17,11 @@
 
 namespace kiln::backend::cuda::testing {
 namespace {
+
+TEST(DeviceOpsSource, EveryKernelStartsWithTheGridPrologue) {
+  // Each kernel macro is one text; any that does not start so fails inside.
+  EXPECT_GE(kernels_starting_with_the_prologue(DeviceOps::source(), "device ops"), 8);
+}
 
 TEST_F(NvrtcTest, DeviceOpsSourceCompilesForSm90aWithAnEmptyLog) {
   CompiledCubin compiled = compile_to_cubin(DeviceOps::source(), "kiln_device_ops.cu", "sm_90a");

@@ -131,6 +131,7 @@ TEST(GemmTemplateSource, TheHopperKernelSaysWhatItsConfigSays) {
     EXPECT_TRUE(has(fmt::format("#define BM {}\n#define BN {}\n#define BK 64\n", c.bm, c.bn)));
     EXPECT_TRUE(has(fmt::format("#define SPLIT_K {}\n", c.split_k)));
     EXPECT_LE(gemm_template_shared_bytes(spec), size_t{227} * 1024) << "past the H200's shared memory";
+    EXPECT_EQ(kernels_starting_with_the_prologue(code, gemm_config_name(c)), 2) << "the kernel and its reduce";
   }
   const GemmTemplateConfig big{128, 256, 64, 0, 0, 4, 1, 8, GemmFamily::wgmma, true};
   EXPECT_EQ(gemm_config_name(big), "wg128x256x64_s4_g8_p");
@@ -166,6 +167,7 @@ TEST(GemmTemplateSource, SaysWhatItsConfigSays) {
       EXPECT_TRUE(has("erff(x * 0.70710678118654752f)")) << "GELU in the erf form, fp32";
       EXPECT_FALSE(has("tanh")) << "no approximate GELU";
       EXPECT_LE(gemm_template_shared_bytes(spec), size_t{227} * 1024) << "past the H200's shared memory";
+      EXPECT_EQ(kernels_starting_with_the_prologue(code, gemm_config_name(c)), 2) << "the kernel and its reduce";
     }
   EXPECT_EQ(gemm_config_name({128, 128, 32, 2, 4, 3, 1, 8}), "128x128x32_w2x4_s3_g8");
   EXPECT_EQ(gemm_config_name({64, 64, 64, 2, 2, 4, 4, 8}), "64x64x64_w2x2_s4_g8_k4");

@@ -51,6 +51,7 @@ TEST(CudaPointwiseEmitter, TransposedAndBroadcastReadsGolden) {
 // <preamble>
 
 extern "C" __global__ void __launch_bounds__(256) transpose_sub(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out, long long s0, long long n) {
+  kiln_grid_prologue();
   const long long stride = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     const long long x0 = (i / (s0 * 3));
@@ -85,6 +86,7 @@ TEST(CudaPointwiseEmitter, HalfTransposedReadGolden) {
 // <preamble>
 
 extern "C" __global__ void __launch_bounds__(256) transpose_sub_bf16(const unsigned short* __restrict__ in0, const unsigned short* __restrict__ in1, unsigned short* __restrict__ out, long long s0, long long n) {
+  kiln_grid_prologue();
   const long long stride = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     const long long x0 = (i / (s0 * 3));
@@ -143,6 +145,7 @@ TEST(CudaPointwiseEmitter, UsesNoFastMathIntrinsic) {
     for (const char* fast : {"__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__powf", "__sinf", "__cosf",
                              "__tanf", "__tanhf", "__fdividef", "__saturatef", "fmaxf", "fminf", "__frcp", "__fsqrt"})
       EXPECT_EQ(code.find(std::string(fast) + "("), std::string::npos) << c.name << " calls " << fast;
+    EXPECT_EQ(kernels_starting_with_the_prologue(code, c.name), 1);
   }
   auto code_of = [](const char* name) {
     return emit_pointwise_cuda(build_case(*std::find_if(pointwise_cases().begin(), pointwise_cases().end(),

@@ -73,6 +73,7 @@ TEST(CudaRowEmitter, SoftmaxGolden) {
 // <preamble>
 
 extern "C" __global__ void __launch_bounds__(256) softmax8(const float* __restrict__ in0, float* __restrict__ out, long long s0, long long rows, long long cols) {
+  kiln_grid_prologue();
   __shared__ float kiln_partial_f32[32];
   if (cols <= 0) return;  // no elements
   for (long long o = blockIdx.x; o < rows; o += gridDim.x) {
@@ -128,6 +129,7 @@ TEST(CudaRowEmitter, NarrowConstantRowsGetAWarpEach) {
 // <preamble>
 
 extern "C" __global__ void __launch_bounds__(256) softmax8(const float* __restrict__ in0, float* __restrict__ out, long long s0, long long rows, long long cols) {
+  kiln_grid_prologue();
   if (cols <= 0) return;  // no elements
   const int kiln_lane = threadIdx.x % 32;
   const long long kiln_warps = blockDim.x / 32;
@@ -198,6 +200,7 @@ TEST(CudaRowEmitter, UsesNoFastMathIntrinsic) {
                                "__tanf", "__tanhf", "__fdividef", "__saturatef", "fmaxf", "fminf", "fmax", "fmin",
                                "__frcp", "__fsqrt", "__fadd_rz", "__fmaf", "fmaf"})
         EXPECT_EQ(code.find(std::string(fast) + "("), std::string::npos) << c.name << " calls " << fast;
+      EXPECT_EQ(kernels_starting_with_the_prologue(code, c.name), 1);
     }
   const std::string ln = emit_row_cuda(build_row_case(row_case("layernorm_residual")).group.kernel).code;
   EXPECT_NE(ln.find("__fmul_rn("), std::string::npos) << "no contraction into FMA";

@@ -131,6 +131,7 @@ class AttentionKernel final : public Kernel {
     config.grid.x = static_cast<unsigned>(batch * heads);
     config.grid.y = static_cast<unsigned>(std::min<int64_t>(row_blocks, 65535));
     config.block.x = tensor_cores_ ? 32u * static_cast<unsigned>(spec_.mma_warps) : unsigned{kAttentionThreads};
+    config.waits_for_prior_grids = true;  // both kernels start with the prologue
     launch_kernel(runtime_.cuda_stream(), function_, config, params);
     return {out};
   }
@@ -172,6 +173,7 @@ class AttentionKernel final : public Kernel {
     config.grid.y = static_cast<unsigned>(row_blocks);
     config.block.x = 128u * unsigned(wgmma_spec_->wgmma_consumers + 1);
     config.shared_bytes = static_cast<unsigned>(wgmma_shared_bytes_);
+    config.waits_for_prior_grids = true;
     float scale = static_cast<float>(a_.scale);
     cuda::launch(runtime_.cuda_stream(), *wgmma_, config, mq, mk, mv, pm, po, heads, sq, sk, ms[0], ms[1], ms[2],
                  ms[3], os[0], os[1], os[2], os[3], scale);

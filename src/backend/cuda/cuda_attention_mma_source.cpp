@@ -125,6 +125,7 @@ extern "C" __global__ void __launch_bounds__({threads}) {name}(
     long long qb, long long qh, long long qs, long long qd, long long kb, long long kh, long long ks, long long kd,
     long long vb, long long vh, long long vs, long long vd, long long mb, long long mh, long long ms, long long mk,
     long long ob, long long oh, long long os, long long od, float scale, int vec) {{
+  kiln_grid_prologue();
   __shared__ __align__(128) unsigned short k_tiles[STAGES][KT * PITCH];  // Q first, in the last stage's
   __shared__ __align__(128) unsigned short v_tiles[STAGES][KT * PITCH];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;

@@ -46,6 +46,7 @@ extern "C" __global__ void __launch_bounds__({threads}) {name}(
     long long qb, long long qh, long long qs, long long qd, long long kb, long long kh, long long ks, long long kd,
     long long vb, long long vh, long long vs, long long vd, long long mb, long long mh, long long ms, long long mk,
     long long ob, long long oh, long long os, long long od, float scale) {{
+  kiln_grid_prologue();
   __shared__ float k_tile[{tile}][D + 1];  // +1: lanes read different keys of one column without conflicts
   __shared__ float v_tile[{tile}][D];
   __shared__ float q_rows[{rows}][D];

@@ -112,6 +112,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ATTENTION_NAME(
     const __grid_constant__ KilnTensorMap map_v, const unsigned short* __restrict__ in3,
     unsigned short* __restrict__ out, long long heads, long long sq, long long sk, long long mb, long long mh,
     long long ms, long long mk, long long ob, long long oh, long long os, long long od, float scale) {
+  kiln_grid_prologue();
   extern __shared__ __align__(1024) unsigned char kiln_tiles[];
   const unsigned q_s = (kiln_smem(kiln_tiles) + 1023u) & ~1023u;  // the swizzle needs 1 KB alignment
   const unsigned k_s = q_s + Q_BYTES, v_s = k_s + STAGES * KV_TILE;

@@ -49,7 +49,8 @@ namespace kiln::backend::cuda {
   X(cuModuleLoadData)                    \
   X(cuModuleGetFunction)                 \
   X(cuModuleUnload)                      \
-  X(cuLaunchKernel)
+  X(cuLaunchKernel)                      \
+  X(cuLaunchKernelEx)
 
 struct DriverApi {
   // Resolved with dlsym: needed before (or to do) the cuGetProcAddress lookups.

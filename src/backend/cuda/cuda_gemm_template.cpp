@@ -94,6 +94,7 @@ void GemmTemplateKernel::launch(const Stream& stream, const GemmTemplateArgs& x)
   config.grid = {unsigned(blocks), 1, unsigned(c.split_k)};
   config.block.x = unsigned(c.threads());
   config.shared_bytes = shared_bytes_;
+  config.waits_for_prior_grids = true;  // every template kernel starts with the prologue
   cuda::launch(stream, *main_, config, a, b, out, bias, res, ws, m, n, k, lda, ldb, ldc, ldr, k_split, a_vec, b_vec);
   launch_reduce(stream, x);
 }
@@ -111,6 +112,7 @@ void GemmTemplateKernel::launch_wgmma(const Stream& stream, const GemmTemplateAr
   config.grid.x = unsigned(c.persistent ? std::min<int64_t>(units, std::max(sm_count_, 1)) : units);
   config.block.x = unsigned(c.threads());
   config.shared_bytes = shared_bytes_;
+  config.waits_for_prior_grids = true;
   cuda::launch(stream, *main_, config, map_a, map_b, out, bias, res, ws, m, n, k, ldc, ldr, k_split);
   launch_reduce(stream, x);
 }
@@ -122,6 +124,7 @@ void GemmTemplateKernel::launch_reduce(const Stream& stream, const GemmTemplateA
   LaunchConfig reduce;
   reduce.grid.x = unsigned(std::min<int64_t>(ceil_div(x.m * x.n, kGemmReduceThreads), 4096));
   reduce.block.x = kGemmReduceThreads;
+  reduce.waits_for_prior_grids = true;
   cuda::launch(stream, *reduce_, reduce, ws, out, bias, res, m, n, ldc, ldr);
 }
 

@@ -50,6 +50,7 @@ constexpr const char* kGemmReduce = R"(
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS) KILN_GEMM_REDUCE_NAME(
     const float* __restrict__ ws, unsigned short* __restrict__ c, const float* __restrict__ bias,
     const unsigned short* __restrict__ res, long long m, long long n, long long ldc, long long ldr) {
+  kiln_grid_prologue();
   const long long total = m * n;
   for (long long e = (long long)blockIdx.x * REDUCE_THREADS + threadIdx.x; e < total;
        e += (long long)gridDim.x * REDUCE_THREADS) {
@@ -143,6 +144,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_GEMM_NAME(
     const float* __restrict__ bias, const unsigned short* __restrict__ res, float* __restrict__ ws,
     long long m, long long n, long long k, long long lda, long long ldb, long long ldc, long long ldr,
     long long k_split, int a_vec, int b_vec) {
+  kiln_grid_prologue();
   extern __shared__ __align__(128) unsigned short kiln_tiles[];
   unsigned short* a_tiles = kiln_tiles;
   unsigned short* b_tiles = kiln_tiles + STAGES * A_STAGE;

@@ -36,6 +36,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_GEMM_NAME(
     const __grid_constant__ KilnTensorMap map_a, const __grid_constant__ KilnTensorMap map_b,
     unsigned short* __restrict__ c, const float* __restrict__ bias, const unsigned short* __restrict__ res,
     float* __restrict__ ws, long long m, long long n, long long k, long long ldc, long long ldr, long long k_split) {
+  kiln_grid_prologue();
   extern __shared__ __align__(1024) unsigned char kiln_tiles[];
   const unsigned base = (kiln_smem(kiln_tiles) + 1023u) & ~1023u;  // the swizzle needs 1 KB alignment
   const unsigned bars = base + STAGES * STAGE_BYTES;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)

@@ -60,6 +60,7 @@ class GeneratedCudaKernel final : public Kernel {
     LaunchConfig config;
     config.grid.x = static_cast<unsigned>(blocks);
     config.block.x = static_cast<unsigned>(source_.threads_per_block);
+    config.waits_for_prior_grids = true;  // emit_pointwise_cuda / emit_row_cuda start with the prologue
     launch_kernel(runtime_.cuda_stream(), function_, config, parameters);
     return {out};
   }

@@ -122,6 +122,7 @@ void EpilogueLaunch::run(const cuda::Stream& stream, std::vector<CUdeviceptr> in
   LaunchConfig config;
   config.grid.x = static_cast<unsigned>(blocks);
   config.block.x = static_cast<unsigned>(launch_.threads_per_block);
+  config.waits_for_prior_grids = true;  // emit_pointwise_cuda starts with the prologue
   launch_kernel(stream, function_, config, parameters);
 }
 

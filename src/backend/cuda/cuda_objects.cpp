@@ -82,14 +82,17 @@ const DeviceInfo& Context::device() const { return retained_->device; }
 struct Stream::Owned {
   Context context;
   CUstream handle = nullptr;
+  bool overlap_launches = false;
   explicit Owned(const Context& c) : context(c) {}
   ~Owned() {
     if (handle && context.try_make_current()) driver().cuStreamDestroy(handle);
   }
 };
 
-Stream::Stream(const Context& context) {
+Stream::Stream(const Context& context, bool overlap_launches) {
   auto owned = std::make_shared<Owned>(context);
+  // Programmatic dependent launch is a Hopper (sm_90) feature.
+  owned->overlap_launches = overlap_launches && context.device().compute_major >= 9;
   context.make_current();
   check(driver().cuStreamCreate(&owned->handle, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   owned_ = std::move(owned);
@@ -97,6 +100,7 @@ Stream::Stream(const Context& context) {
 
 CUstream Stream::handle() const { return owned_->handle; }
 const Context& Stream::context() const { return owned_->context; }
+bool Stream::overlaps_launches() const { return owned_->overlap_launches; }
 
 void Stream::synchronize() const {
   context().make_current();
@@ -231,10 +235,33 @@ void launch_kernel(const Stream& stream, const Function& function, const LaunchC
   const Dim3& g = config.grid;
   const Dim3& b = config.block;
   stream.context().make_current();
-  check(driver().cuLaunchKernel(function.handle(), g.x, g.y, g.z, b.x, b.y, b.z, config.shared_bytes, stream.handle(),
-                                parameters.data(), nullptr),
-        fmt::format("cuLaunchKernel({}, grid {}, block {}, {} shared bytes)", function.name(), dim3_text(g),
-                    dim3_text(b), config.shared_bytes));
+  const auto what = [&] {
+    return fmt::format("cuLaunchKernel({}, grid {}, block {}, {} shared bytes)", function.name(), dim3_text(g),
+                       dim3_text(b), config.shared_bytes);
+  };
+  if (!(config.waits_for_prior_grids && stream.overlaps_launches())) {
+    check(driver().cuLaunchKernel(function.handle(), g.x, g.y, g.z, b.x, b.y, b.z, config.shared_bytes,
+                                  stream.handle(), parameters.data(), nullptr),
+          what());
+    return;
+  }
+  // A programmatic dependent: it may start before the kernel ahead of it on the stream ends (in a
+  // captured graph too: capture keeps the attribute as a programmatic edge).
+  CUlaunchAttribute overlap{};
+  overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  overlap.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig launch{};
+  launch.gridDimX = g.x;
+  launch.gridDimY = g.y;
+  launch.gridDimZ = g.z;
+  launch.blockDimX = b.x;
+  launch.blockDimY = b.y;
+  launch.blockDimZ = b.z;
+  launch.sharedMemBytes = config.shared_bytes;
+  launch.hStream = stream.handle();
+  launch.attrs = &overlap;
+  launch.numAttrs = 1;
+  check(driver().cuLaunchKernelEx(&launch, function.handle(), parameters.data(), nullptr), what());
 }
 
 }  // namespace kiln::backend::cuda

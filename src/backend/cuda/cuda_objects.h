@@ -59,10 +59,13 @@ class Context {
 // A non-blocking stream (no implicit synchronisation with the legacy default stream). Copies share it.
 class Stream {
  public:
-  explicit Stream(const Context& context);
+  // overlap_launches: kernels launched with LaunchConfig::waits_for_prior_grids become programmatic
+  // dependents of the kernel before them (setting cuda_overlap_launches; ignored before sm_90).
+  explicit Stream(const Context& context, bool overlap_launches = false);
   CUstream handle() const;
   const Context& context() const;
   void synchronize() const;  // also where a kernel's asynchronous fault is reported
+  bool overlaps_launches() const;
 
  private:
   struct Owned;
@@ -160,6 +163,10 @@ struct LaunchConfig {
   Dim3 grid;
   Dim3 block;
   unsigned shared_bytes = 0;  // dynamic shared memory
+  // The kernel calls kiln_grid_prologue() (cuda_scalar_preamble) before it touches memory, so on a stream
+  // that overlaps launches it may start while the kernel before it is still running. Never set it for a
+  // kernel without that call: it would read its inputs before they are written.
+  bool waits_for_prior_grids = false;
 };
 
 // cuLaunchKernel with one pointer per parameter, in the kernel's parameter order.

@@ -14,7 +14,7 @@
 namespace kiln::backend::cuda {
 
 CudaRuntime::CudaRuntime(int device_index, const Options& options)
-    : context_(cuda::Device(device_index)), stream_(context_), cache_options_(options),
+    : context_(cuda::Device(device_index)), stream_(context_, options.cuda_overlap_launches), cache_options_(options),
       events_(make_event_pool(context_)) {}
 CudaRuntime::~CudaRuntime() = default;
 

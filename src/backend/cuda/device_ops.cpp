@@ -77,11 +77,11 @@ void check_element_bytes(int element_bytes, std::string_view what) {
 }
 
 // About four elements a thread (as the generated pointwise kernels); the grid-stride loop covers any
-// rest. n > 0.
+// rest. n > 0. Every kernel of device_ops_source() calls kiln_grid_prologue() first.
 LaunchConfig grid_for(int64_t n, unsigned threads = 256) {
   const int64_t per_block = int64_t{threads} * 4;
   const int64_t blocks = std::min<int64_t>(n / per_block + (n % per_block != 0), 2147483647);
-  return LaunchConfig{Dim3{static_cast<unsigned>(blocks), 1, 1}, Dim3{threads, 1, 1}, 0};
+  return LaunchConfig{Dim3{static_cast<unsigned>(blocks), 1, 1}, Dim3{threads, 1, 1}, 0, true};
 }
 
 int dtype_index(DType dtype, std::string_view op) {
@@ -305,7 +305,7 @@ void DeviceOps::global_average_pool(const Stream& stream, CUdeviceptr in, CUdevi
   const bool block_per_plane = spatial >= 2048;
   const int64_t blocks = block_per_plane ? n_times_c : n_times_c / kWarps + (n_times_c % kWarps != 0);
   LaunchConfig config{Dim3{static_cast<unsigned>(std::min<int64_t>(blocks, 2147483647)), 1, 1}, Dim3{kThreads, 1, 1},
-                      0};
+                      0, true};
   launch(stream, s.kernels[static_cast<size_t>((block_per_plane ? kGapBlock : kGapWarp) + t)], config, in, out,
          n_times_c, spatial);
 }
@@ -350,7 +350,7 @@ void DeviceOps::im2col(const Stream& stream, CUdeviceptr in, CUdeviceptr columns
                                                  std::min<int64_t>(taps, 65535));
   LaunchConfig config{Dim3{static_cast<unsigned>(std::min<int64_t>(plane_blocks, 2147483647)),
                            static_cast<unsigned>(pixel_blocks), static_cast<unsigned>(tap_groups)},
-                      Dim3{threads, 1, 1}, 0};
+                      Dim3{threads, 1, 1}, 0, true};
   launch(stream, s.kernels[static_cast<size_t>(kIm2col + t)], config, in, columns, arg);
 }
 

@@ -8,10 +8,14 @@
 // header-free), widened to fp32 to compare or add, and narrowed with round-to-nearest-even.
 #include "backend/cuda/device_ops.h"
 
+#include <string>
+
+#include "codegen/cuda/scalar_cuda.h"
+
 namespace kiln::backend::cuda::detail {
 
 std::string_view device_ops_source() {
-  return R"(
+  static const std::string text = std::string(codegen::cuda::cuda_grid_prologue()) + R"(
 #define KILN_DEV __device__ __forceinline__
 #define KILN_MAX_PIECES 32
 
@@ -63,6 +67,7 @@ KILN_DEV void kiln_gather(const W* data, const I* indices, W* out, long long out
   extern "C" __global__ void kiln_gather_##IN##_##W(const W* data, const I* indices, W* out,             \
       long long outer, long long axis_dim, long long count, long long inner, long long* err,             \
       long long site) {                                                                                   \
+    kiln_grid_prologue();                                                                                 \
     kiln_gather<W, I>(data, indices, out, outer, axis_dim, count, inner, err, site);                     \
   }
 
@@ -105,10 +110,12 @@ KILN_DEV void kiln_pieces_copy(const KilnPieces& p, unsigned long long big, long
 #define KILN_PIECES(W)                                                                                    \
   extern "C" __global__ void kiln_concat_##W(const __grid_constant__ KilnPieces p, unsigned long long out, \
                                              long long outer, long long out_row) {                        \
+    kiln_grid_prologue();                                                                                 \
     kiln_pieces_copy<W, true>(p, out, outer, out_row);                                                    \
   }                                                                                                       \
   extern "C" __global__ void kiln_split_##W(const __grid_constant__ KilnPieces p, unsigned long long in,   \
                                             long long outer, long long in_row) {                          \
+    kiln_grid_prologue();                                                                                 \
     kiln_pieces_copy<W, false>(p, in, outer, in_row);                                                     \
   }
 
@@ -138,6 +145,7 @@ KILN_DEV void kiln_strided(const W* in, W* out, const KilnStrided& s, long long 
 #define KILN_STRIDED(W)                                                                                   \
   extern "C" __global__ void kiln_strided_copy_##W(const W* in, W* out, const __grid_constant__ KilnStrided s, \
                                                    long long n) {                                          \
+    kiln_grid_prologue();                                                                                 \
     kiln_strided<W>(in, out, s, n);                                                                       \
   }
 
@@ -303,12 +311,15 @@ KILN_DEV void kiln_gap_block(const T* in, T* out, long long planes, long long sp
 
 #define KILN_POOL(T, TN)                                                                                  \
   extern "C" __global__ void kiln_max_pool2d_##TN(const T* in, T* out, const __grid_constant__ KilnPool2d g) { \
+    kiln_grid_prologue();                                                                                 \
     kiln_max_pool2d<T>(in, out, g);                                                                       \
   }                                                                                                       \
   extern "C" __global__ void kiln_gap_warp_##TN(const T* in, T* out, long long planes, long long spatial) { \
+    kiln_grid_prologue();                                                                                 \
     kiln_gap_warp<T>(in, out, planes, spatial);                                                           \
   }                                                                                                       \
   extern "C" __global__ void kiln_gap_block_##TN(const T* in, T* out, long long planes, long long spatial) { \
+    kiln_grid_prologue();                                                                                 \
     kiln_gap_block<T>(in, out, planes, spatial);                                                          \
   }
 
@@ -379,6 +390,7 @@ KILN_DEV void kiln_im2col(const T* in, T* cols, const KilnIm2col& g) {
 
 #define KILN_IM2COL(T, TN)                                                                                \
   extern "C" __global__ void kiln_im2col_##TN(const T* in, T* cols, const __grid_constant__ KilnIm2col g) { \
+    kiln_grid_prologue();                                                                                 \
     kiln_im2col<T>(in, cols, g);                                                                          \
   }
 
@@ -387,6 +399,7 @@ KILN_IM2COL(double, f64)
 KILN_IM2COL(kiln_bf16, bf16)
 KILN_IM2COL(kiln_f16, f16)
 )";
+  return text;
 }
 
 }  // namespace kiln::backend::cuda::detail

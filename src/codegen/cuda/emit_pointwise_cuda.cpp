@@ -114,6 +114,7 @@ CudaSource emit_pointwise_cuda(const loops::PointwiseKernel& k, const CudaEmitOp
   code += cuda_scalar_preamble();
   code += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", options.threads_per_block,
                       k.name, params);
+  code += "  kiln_grid_prologue();\n";
 
   const std::vector<Expr>& sizes = k.output.sizes;
   if (std::any_of(sizes.begin(), sizes.end(), [](const Expr& d) { return d.is_const(0); })) {

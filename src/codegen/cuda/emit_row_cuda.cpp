@@ -230,6 +230,7 @@ CudaRowSource emit_row_cuda(const RowKernel& k, const CudaRowEmitOptions& option
   code += cuda_scalar_preamble();
   code += cuda_row_preamble();
   code += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", threads, k.name, params);
+  code += "  kiln_grid_prologue();\n";
 
   const bool no_work = std::any_of(rows.begin(), rows.end(), [](const Expr& d) { return d.is_const(0); }) ||
                        (elements && cols_extent.is_const(0));

@@ -13,8 +13,25 @@ using loops::ScalarExpr;
 using loops::ScalarKind;
 using loops::UnaryOp;
 
+std::string_view cuda_grid_prologue() {
+  return R"(#ifndef KILN_CUDA_GRID_PROLOGUE
+#define KILN_CUDA_GRID_PROLOGUE
+// Every kiln kernel calls this first. Launched as a programmatic dependent (sm_90 and newer, setting
+// cuda_overlap_launches), a kernel may start while the kernel before it on the stream still runs: the
+// wait returns once that kernel has ended and its writes are visible (at once after a plain launch).
+// Then it lets the next kernel start launching, to wait in the same way.
+__device__ __forceinline__ void kiln_grid_prologue() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+#endif
+)";
+}
+
 std::string_view cuda_scalar_preamble() {
-  return R"(#ifndef KILN_CUDA_SCALAR_PREAMBLE
+  static const std::string text = std::string(cuda_grid_prologue()) + R"(#ifndef KILN_CUDA_SCALAR_PREAMBLE
 #define KILN_CUDA_SCALAR_PREAMBLE
 // Helpers of kiln's generated CUDA kernels (no header needed; IEEE semantics, never fast math).
 #define KILN_DEV __device__ __forceinline__  // inline, not static: an unused helper is no warning
@@ -114,6 +131,7 @@ KILN_DEV float kiln_f64_to_f32_odd(double d) {
 }
 #endif  // KILN_CUDA_SCALAR_PREAMBLE
 )";
+  return text;
 }
 
 namespace {

@@ -28,6 +28,9 @@ namespace kiln::codegen::cuda {
 // kiln_float_to_int, kiln_sigmoid, the index helpers kiln_floordiv / kiln_mod / kiln_min / kiln_max).
 // Guarded, so that several kernels can share one NVRTC program. Needs no header.
 std::string_view cuda_scalar_preamble();
+// kiln_grid_prologue(), which every kiln kernel calls before it touches memory (programmatic dependent
+// launch; see LaunchConfig::waits_for_prior_grids). Part of cuda_scalar_preamble(); guarded the same way.
+std::string_view cuda_grid_prologue();
 
 // The type a value is computed in: float (f32, f16, bf16), double, int, long long, bool; anything else
 // is an InternalError (no fusion pass should have made such a kernel).
