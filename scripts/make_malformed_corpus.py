@@ -537,8 +537,23 @@ def operator_and_attribute_cases():
                [vi("y", [3, 3])],
                extra_opsets=[helper.make_opsetid("com.microsoft", 1)]))
     branch = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "b", [], [vi("t", [2, 3])])
-    emit("op_if_subgraph.onnx", E, "an If node with then/else subgraphs",
+    emit("valid_if_subgraph.onnx", V, "an If whose branches (Relu) read x from the outer graph",
          model([helper.make_node("If", ["c"], ["y"], name="if", then_branch=branch, else_branch=branch)],
+               [vi("c", [], TensorProto.BOOL), vi("x", [2, 3])], [vi("y", [2, 3])]))
+    two_outputs = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "b", [], [vi("t", [2, 3]), vi("x", [2, 3])])
+    emit("op_if_branch_outputs.onnx", E, "an If whose then_branch has 2 outputs for the node's 1",
+         model([helper.make_node("If", ["c"], ["y"], name="if", then_branch=two_outputs, else_branch=branch)],
+               [vi("c", [], TensorProto.BOOL), vi("x", [2, 3])], [vi("y", [2, 3])]))
+    unknown = helper.make_graph([helper.make_node("Relu", ["nope"], ["t"])], "b", [], [vi("t", [2, 3])])
+    emit("op_if_unknown_name.onnx", E, "an If branch reading 'nope', which no enclosing graph defines",
+         model([helper.make_node("If", ["c"], ["y"], name="if", then_branch=unknown, else_branch=branch)],
+               [vi("c", [], TensorProto.BOOL), vi("x", [2, 3])], [vi("y", [2, 3])]))
+    deep = helper.make_graph([helper.make_node("Relu", ["x"], ["o0"])], "leaf", [], [vi("o0", [2, 3])])
+    for d in range(1, 21):  # protobuf parses about 30 levels; kiln stops at 16
+        deep = helper.make_graph([helper.make_node("If", ["c"], [f"o{d}"], name=f"if{d}", then_branch=deep,
+                                                   else_branch=branch)], f"level{d}", [], [vi(f"o{d}", [2, 3])])
+    emit("op_if_nested_too_deep.onnx", E, "21 nested Ifs, over kiln's bound of 16 levels of subgraphs",
+         model([helper.make_node("If", ["c"], ["y"], name="if", then_branch=deep, else_branch=branch)],
                [vi("c", [], TensorProto.BOOL), vi("x", [2, 3])], [vi("y", [2, 3])]))
     body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
                              [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL)],

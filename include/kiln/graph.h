@@ -64,9 +64,16 @@ struct Value {
   std::shared_ptr<const Tensor> constant;   // set for initializers and folded values
 };
 
+class Graph;
+
+// A subgraph (If's then_branch / else_branch): its inputs are the values the node passes it (the
+// outer-scope values it reads, captured as node inputs so that every pass sees the dependency).
+// Shared and immutable: a pass that changes one makes a new Graph.
+using SubgraphRef = std::shared_ptr<const Graph>;
+
 struct Attribute {
   std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
-               std::vector<std::string>, Tensor>
+               std::vector<std::string>, Tensor, SubgraphRef>
       value;
 };
 
@@ -86,6 +93,8 @@ struct Node {
   std::vector<int64_t> attr_ints(std::string_view n, std::vector<int64_t> def = {}) const;
   std::vector<double> attr_floats(std::string_view n, std::vector<double> def = {}) const;
   const Tensor* attr_tensor(std::string_view n) const;
+  // The subgraph attribute `n`; a missing one or one of another kind is a user error naming the node.
+  const Graph& attr_graph(std::string_view n) const;
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != kNoValue; }
 };
 

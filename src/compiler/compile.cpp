@@ -76,7 +76,10 @@ Executable compile(Graph graph, const backend::Backend& backend, const Options& 
   PassList passes(g, options);
   passes.run("import", [&] { drop_fusion_groups(g); });
   passes.run("bind_dims", [&] { bind_dims(g, dims); });  // before inference: sizes from the inputs flow everywhere
-  passes.run("infer_shapes_fold", [&] { infer_shapes(g, options, /*fold=*/true); });
+  passes.run("infer_shapes_fold", [&] {  // an If whose cond folds is replaced by its branch here
+    infer_shapes(g, options, /*fold=*/true);
+    fold_and_inline_ifs(g, options);
+  });
   passes.run("cast_like_as_cast", [&] { cast_like_as_cast(g); });
   if (mode == Mode::compiled) passes.run("eliminate_common_subexpressions", [&] { eliminate_common_subexpressions(g); });
   if (mode == Mode::reference) passes.run("widen_to_f64", [&] { widen_to_f64(g, options); });

@@ -77,6 +77,11 @@ std::vector<double> Node::attr_floats(std::string_view n, std::vector<double> de
   return v ? *v : def;
 }
 const Tensor* Node::attr_tensor(std::string_view n) const { return get_attr<Tensor>(*this, n, "a tensor"); }
+const Graph& Node::attr_graph(std::string_view n) const {
+  const auto* v = get_attr<SubgraphRef>(*this, n, "a graph");
+  if (!v || !*v) user_error("node '{}' ({}): has no graph attribute '{}'", name, op_name(op), n);
+  return **v;
+}
 
 ValueId Graph::add_value(std::string vname, TensorType type) {
   values.push_back(Value{std::move(vname), std::move(type), -1, nullptr});

@@ -306,6 +306,8 @@ class Parser {
         expect_punct("[");
         return parse_list(kind);
       }
+      if (tok_.text == "graph")  // what the printer writes for If's branches
+        fail(at, "subgraph attributes (If branches) cannot be read from IR text; import the ONNX model instead");
       if (dtype_from_name(tok_.text)) {
         TensorType t = parse_type();
         return Attribute{parse_values(t, at)};

@@ -143,6 +143,15 @@ std::string attr_text(const Attribute& a, const PrintOptions& o) {
       return s + "]";
     }
     std::string operator()(const Tensor& t) const { return typed_tensor_text(t, o); }
+    // Nested, indented under the node (the parser refuses it: subgraphs come from ONNX only).
+    std::string operator()(const SubgraphRef& g) const {
+      if (!g) return "<no graph>";
+      std::string text = print_graph(*g, o);
+      if (!text.empty() && text.back() == '\n') text.pop_back();
+      std::string out;
+      for (char c : text) out += c == '\n' ? std::string("\n    ") : std::string(1, c);
+      return out;
+    }
   };
   return std::visit(Visitor{o}, a.value);
 }

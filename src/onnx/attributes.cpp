@@ -38,7 +38,7 @@ std::vector<AP::AttributeType> payload_kinds(const AP& a) {
 }  // namespace
 
 AttrMap convert_attributes(const ::onnx::NodeProto& node, const std::string& desc, const Options& options,
-                           ExternalData* external) {
+                           ExternalData* external, const SubgraphReader* subgraph) {
   AttrMap attrs;
   for (const AP& a : node.attribute()) {
     const std::string& name = a.name();
@@ -49,7 +49,8 @@ AttrMap convert_attributes(const ::onnx::NodeProto& node, const std::string& des
                  name, a.ref_attr_name());
     if (a.type() == AP::UNDEFINED) user_error("{}: attribute '{}' has no type", desc, name);
     for (AP::AttributeType k : payload_kinds(a)) {
-      if (k == AP::GRAPH || k == AP::GRAPHS) unsupported("{}: attribute '{}': subgraphs are not supported", desc, name);
+      if ((k == AP::GRAPH && !subgraph) || k == AP::GRAPHS)
+        unsupported("{}: attribute '{}': subgraphs are not supported", desc, name);
       if (k != a.type())
         user_error("{}: attribute '{}' is declared {} but holds a value of type {}", desc, name, type_name(a.type()),
                    type_name(k));
@@ -66,6 +67,10 @@ AttrMap convert_attributes(const ::onnx::NodeProto& node, const std::string& des
         out.value = tensor_from_proto(a.t(), options, external, fmt::format("{}: attribute '{}'", desc, name));
         break;
       case AP::GRAPH:
+        if (!subgraph) unsupported("{}: attribute '{}': subgraphs are not supported", desc, name);
+        if (!a.has_g()) user_error("{}: attribute '{}' is declared GRAPH but holds no graph", desc, name);
+        out.value = (*subgraph)(a);
+        break;
       case AP::GRAPHS: unsupported("{}: attribute '{}': subgraphs are not supported", desc, name);
       case AP::UNDEFINED: user_error("{}: attribute '{}' has no type", desc, name);
       default: user_error("{}: attribute '{}' has type {}, which kiln does not support", desc, name, type_name(a.type()));

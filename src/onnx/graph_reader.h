@@ -14,6 +14,8 @@
 #include "kiln/options.h"
 
 namespace onnx {
+class AttributeProto;
+class GraphProto;
 class NodeProto;
 }
 
@@ -88,9 +90,21 @@ struct NodeForm {
   void float_attr_to_input(OnnxGraphReader& b, const char* attr, size_t index);
 };
 
-// Converts a node's attributes; `desc` names the node in messages ("node 'n' (Op)").
+// Reads a GRAPH attribute as a kiln subgraph (the importer's, for If's branches).
+using SubgraphReader = std::function<SubgraphRef(const ::onnx::AttributeProto&)>;
+
+// Converts a node's attributes; `desc` names the node in messages ("node 'n' (Op)"). A GRAPH attribute
+// is read by `subgraph`; without one (every op but If) it is refused as unsupported.
 AttrMap convert_attributes(const ::onnx::NodeProto& node, const std::string& desc, const Options& options,
-                           ExternalData* external);
+                           ExternalData* external, const SubgraphReader* subgraph = nullptr);
+
+// Subgraphs nest at most this deep (If in If ...); deeper is a user error, found before any recursion
+// that could exhaust the stack.
+inline constexpr int kMaxSubgraphDepth = 16;
+// The names subgraph `g` reads but does not define (values of enclosing graphs), those of its own
+// subgraphs included, in first-use order (subgraph_scope.cpp). `what` names it in messages; `depth` is
+// its nesting level (1 for a branch of a top-level node).
+std::vector<std::string> outer_names(const ::onnx::GraphProto& g, const std::string& what, int depth);
 
 // The outcome of looking up a node's operator and version (op_versions.cpp, version_adapters.cpp).
 struct OpSupport {

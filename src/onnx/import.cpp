@@ -1,7 +1,9 @@
 #include "onnx/import.h"
 
+#include <algorithm>
 #include <climits>
 #include <map>
+#include <memory>
 #include <onnx/onnx.pb.h>
 #include <queue>
 
@@ -116,17 +118,33 @@ struct PendingNode {
   const ::onnx::NodeProto* proto;
   OpSupport support;  // its version, kiln op or rewrite
   std::string name;   // the model's, or "<Op>_<index>" when it has none
+  std::vector<std::string> outer;  // an If's: the names its branches read from this graph or above
 };
+
+bool is_if(const ::onnx::NodeProto& n) { return is_default_domain(n.domain()) && n.op_type() == "If"; }
+
+// A branch attribute of an If, or a user error.
+const ::onnx::GraphProto& branch_of(const ::onnx::NodeProto& n, const std::string& desc, const char* attr) {
+  for (const auto& a : n.attribute())
+    if (a.name() == attr) {
+      if (a.type() != ::onnx::AttributeProto::GRAPH || !a.has_g())
+        user_error("{}: attribute '{}' must be a graph", desc, attr);
+      return a.g();
+    }
+  user_error("{}: has no attribute '{}'", desc, attr);
+}
 
 class Importer {
  public:
   Importer(const ::onnx::ModelProto& model, const std::filesystem::path& base_dir, const Options& options)
-      : model_(model), options_(options), external_(base_dir) {}
+      : model_(model), options_(options), own_external_(std::make_unique<ExternalData>(base_dir)),
+        external_(own_external_.get()) {}
 
   Graph run() {
     int64_t opset = checked_opset(model_);
     if (!model_.has_graph()) user_error("model has no graph");
     const auto& g = model_.graph();
+    graph_ = &g;
     if (g.node_size() > options_.max_nodes)
       user_error("model has {} nodes, over the limit of {} (max_nodes)", g.node_size(), options_.max_nodes);
     if (g.sparse_initializer_size()) unsupported("sparse initializers are not supported");
@@ -137,14 +155,51 @@ class Importer {
     OnnxGraphReader b(graph, options_, opset);
     add_initializers(b);
     add_inputs(b);
-    std::vector<PendingNode> nodes = check_nodes(b);
-    for (size_t i : topological_order(b, nodes)) emit(b, nodes[i]);
-    add_declared_types(b);
-    add_outputs(b);
+    read_body(b);
     return graph;
   }
 
  private:
+  // An If branch's importer: the model's opsets and external data, a scope of its own.
+  Importer(const Importer& parent, const ::onnx::GraphProto& g, std::string what)
+      : model_(parent.model_), options_(parent.options_), external_(parent.external_), graph_(&g),
+        opset_(parent.opset_), domain_opsets_(parent.domain_opsets_), depth_(parent.depth_ + 1), what_(std::move(what)) {}
+
+  void read_body(OnnxGraphReader& b) {
+    std::vector<PendingNode> nodes = check_nodes(b);
+    for (size_t i : topological_order(b, nodes)) emit(b, nodes[i]);
+    add_declared_types(b);
+    add_outputs(b);
+  }
+
+  // A branch as a kiln graph whose inputs are `captures` (the If's outer names, the same list for both
+  // branches); those this branch reads itself (`own`) are bound to them, the others stay unnamed in it.
+  Graph read_branch(OnnxGraphReader& outer, const std::vector<std::string>& captures) {
+    const auto& g = *graph_;
+    if (g.input_size())
+      user_error("{} declares {} inputs; If branches take none (they read outer values by name)", what_, g.input_size());
+    if (g.node_size() > options_.max_nodes)
+      user_error("{} has {} nodes, over the limit of {} (max_nodes)", what_, g.node_size(), options_.max_nodes);
+    if (g.sparse_initializer_size()) unsupported("{}: sparse initializers are not supported", what_);
+    std::vector<std::string> own_list = outer_names(g, what_, depth_);
+    std::unordered_set<std::string> own(own_list.begin(), own_list.end());
+    Graph graph;
+    graph.name = g.name().empty() ? "branch" : g.name();
+    OnnxGraphReader b(graph, options_, opset_);
+    for (const std::string& name : captures) {
+      auto id = outer.find(name);
+      if (!id) internal_error("onnx import: {} captures '{}', which is unbound", what_, name);
+      ValueId in = graph.add_value(name, outer.graph().value(*id).type);
+      graph.inputs.push_back(in);
+      if (!own.count(name)) continue;
+      b.bind(name, in);
+      b.reserve_name(name);
+      if (outer.known_rank(*id)) b.mark_typed(in);
+    }
+    add_initializers(b);
+    read_body(b);
+    return graph;
+  }
   // Every name a value gets in the model must be new.
   void claim(OnnxGraphReader& b, const std::string& name, const std::string& what) {
     if (!producers_.insert(name).second) user_error("{}: value name '{}' is defined twice", what, name);
@@ -152,18 +207,18 @@ class Importer {
   }
 
   void add_initializers(OnnxGraphReader& b) {
-    for (const auto& init : model_.graph().initializer()) {
+    for (const auto& init : graph_->initializer()) {
       std::string what = fmt::format("initializer '{}'", init.name());
       if (init.name().empty()) user_error("an initializer has no name");
       claim(b, init.name(), what);
-      Tensor t = tensor_from_proto(init, options_, &external_, what);
+      Tensor t = tensor_from_proto(init, options_, external_, what);
       b.bind(init.name(), b.graph().add_constant(init.name(), std::move(t)));
     }
   }
 
   // Graph inputs that are also initializers are constants (old exporters list weights as inputs).
   void add_inputs(OnnxGraphReader& b) {
-    const auto& g = model_.graph();
+    const auto& g = *graph_;
     std::unordered_set<std::string> seen;
     for (int i = 0; i < g.input_size(); ++i) {
       const auto& in = g.input(i);
@@ -189,26 +244,37 @@ class Importer {
   // Per-node checks that need no ordering: domain, op, output names.
   std::vector<PendingNode> check_nodes(OnnxGraphReader& b) {
     std::vector<PendingNode> nodes;
-    const auto& g = model_.graph();
+    const auto& g = *graph_;
     nodes.reserve(static_cast<size_t>(g.node_size()));
     for (int i = 0; i < g.node_size(); ++i) {
       const auto& np = g.node(i);
       std::string name = node_name(np, i);
       if (!is_default_domain(np.domain())) {
-        nodes.push_back(PendingNode{&np, other_domain_support(np, name), std::move(name)});
+        nodes.push_back(PendingNode{&np, other_domain_support(np, name), std::move(name), {}});
         for (const auto& out : np.output())
           if (!out.empty()) claim(b, out, fmt::format("node '{}' ({}::{})", nodes.back().name, np.domain(), np.op_type()));
         continue;
       }
-      if (np.op_type() == "If" || np.op_type() == "Loop" || np.op_type() == "Scan")
+      if (np.op_type() == "Loop" || np.op_type() == "Scan")
         unsupported("node '{}' ({}): subgraphs are not supported", name, np.op_type());
       OpSupport support = check_op_support(np.op_type(), opset_, name);
-      std::string desc = fmt::format("node '{}' ({})", name, np.op_type());
+      std::string desc = fmt::format("{}node '{}' ({})", depth_ ? what_ + " > " : "", name, np.op_type());
       for (const auto& out : np.output())
         if (!out.empty()) claim(b, out, desc);
-      nodes.push_back(PendingNode{&np, support, std::move(name)});
+      nodes.push_back(PendingNode{&np, support, std::move(name), {}});
+      if (is_if(np)) nodes.back().outer = if_outer_names(np, desc);
     }
     return nodes;
+  }
+
+  // What an If's branches read from outside them: the union of both branches' outer names.
+  std::vector<std::string> if_outer_names(const ::onnx::NodeProto& np, const std::string& desc) const {
+    std::vector<std::string> names;
+    std::unordered_set<std::string> seen;
+    for (const char* attr : {"then_branch", "else_branch"})
+      for (std::string& name : outer_names(branch_of(np, desc, attr), desc + " " + attr, depth_ + 1))
+        if (seen.insert(name).second) names.push_back(std::move(name));
+    return names;
   }
 
   // A node of another domain: an operator kiln reads there, at an opset of its domain the model imports.
@@ -229,6 +295,13 @@ class Importer {
 
   // Kahn's algorithm, preferring the model's order among ready nodes. A dangling input or a cycle is
   // a user error naming the node and the value.
+  // The names a node reads: its inputs, and for an If what its branches read from outside them.
+  static std::vector<std::string> reads(const PendingNode& n) {
+    std::vector<std::string> names(n.proto->input().begin(), n.proto->input().end());
+    names.insert(names.end(), n.outer.begin(), n.outer.end());
+    return names;
+  }
+
   std::vector<size_t> topological_order(OnnxGraphReader& b, const std::vector<PendingNode>& nodes) {
     std::unordered_map<std::string, size_t> producer;
     for (size_t i = 0; i < nodes.size(); ++i)
@@ -237,12 +310,16 @@ class Importer {
     std::vector<std::vector<size_t>> users(nodes.size());
     std::vector<size_t> pending(nodes.size(), 0);
     for (size_t i = 0; i < nodes.size(); ++i) {
-      for (const auto& in : nodes[i].proto->input()) {
+      for (const auto& in : reads(nodes[i])) {
         if (in.empty() || b.find(in)) continue;  // omitted optional input, graph input or initializer
         auto it = producer.find(in);
+        if (it == producer.end() && !nodes[i].outer.empty() &&
+            std::find(nodes[i].outer.begin(), nodes[i].outer.end(), in) != nodes[i].outer.end())
+          user_error("{}node '{}' ({}): a branch reads '{}', which no node, graph input or initializer defines here "
+                     "or in an enclosing graph", depth_ ? what_ + " > " : "", nodes[i].name, nodes[i].proto->op_type(), in);
         if (it == producer.end())
-          user_error("node '{}' ({}): input '{}' is not produced by any node, nor a graph input or initializer",
-                     nodes[i].name, nodes[i].proto->op_type(), in);
+          user_error("{}node '{}' ({}): input '{}' is not produced by any node, nor a graph input or initializer",
+                     depth_ ? what_ + " > " : "", nodes[i].name, nodes[i].proto->op_type(), in);
         users[it->second].push_back(i);
         ++pending[i];
       }
@@ -262,10 +339,10 @@ class Importer {
     if (order.size() == nodes.size()) return order;
     // Every node left has a left-over producer; walking producers from any of them must come back to
     // a node already seen, which lies on a cycle.
-    auto stuck_input = [&](size_t i) -> std::pair<size_t, const std::string*> {
-      for (const auto& in : nodes[i].proto->input()) {
+    auto stuck_input = [&](size_t i) -> std::pair<size_t, std::string> {
+      for (const auto& in : reads(nodes[i])) {
         auto it = producer.find(in);
-        if (it != producer.end() && pending[it->second] != 0) return {it->second, &in};
+        if (it != producer.end() && pending[it->second] != 0) return {it->second, in};
       }
       internal_error("onnx import: node '{}' left unsorted without a pending input", nodes[i].name);
     };
@@ -277,17 +354,18 @@ class Importer {
       at = stuck_input(at).first;
     }
     user_error("node '{}' ({}): input '{}' depends on the node's own output (the graph has a cycle)", nodes[at].name,
-               nodes[at].proto->op_type(), *stuck_input(at).second);
+               nodes[at].proto->op_type(), stuck_input(at).second);
   }
 
   void emit(OnnxGraphReader& b, const PendingNode& n) {
-    std::string desc = fmt::format("node '{}' ({})", n.name, n.proto->op_type());
+    std::string desc = fmt::format("{}node '{}' ({})", depth_ ? what_ + " > " : "", n.name, n.proto->op_type());
+    if (is_if(*n.proto)) return emit_if(b, n, desc);
     NodeForm form;
     form.op_type = n.proto->op_type();
     if (!is_default_domain(n.proto->domain())) form.domain = n.proto->domain();
     form.version = n.support.version;
     form.name = n.name;
-    form.attrs = convert_attributes(*n.proto, desc, options_, &external_);
+    form.attrs = convert_attributes(*n.proto, desc, options_, external_);
     std::vector<ValueId>& inputs = form.inputs;
     for (const auto& in : n.proto->input()) {
       if (in.empty()) {
@@ -299,6 +377,50 @@ class Importer {
       inputs.push_back(*id);
     }
     form.outputs.assign(n.proto->output().begin(), n.proto->output().end());
+    add_canonical_node(b, std::move(form));
+  }
+
+  // An If: cond, then the outer values its branches read, which become the branches' inputs.
+  void emit_if(OnnxGraphReader& b, const PendingNode& n, const std::string& desc) {
+    const auto& np = *n.proto;
+    if (np.input_size() != 1 || np.input(0).empty()) user_error("{}: needs exactly one input, cond", desc);
+    for (const auto& a : np.attribute())
+      if (a.name() != "then_branch" && a.name() != "else_branch")
+        user_error("{}: has attribute '{}', which If does not have", desc, a.name());
+    const ::onnx::GraphProto& then_g = branch_of(np, desc, "then_branch");
+    const ::onnx::GraphProto& else_g = branch_of(np, desc, "else_branch");
+    for (const auto* g : {&then_g, &else_g})
+      if (g->output_size() != np.output_size())
+        user_error("{}: {} has {} outputs, but the node has {}", desc, g == &then_g ? "then_branch" : "else_branch",
+                   g->output_size(), np.output_size());
+    for (int i = 0; i < np.output_size(); ++i) {
+      if (np.output(i).empty()) user_error("{}: output {} has no name (If's outputs are not optional)", desc, i);
+      const auto& t = then_g.output(i).type();
+      const auto& e = else_g.output(i).type();
+      if (t.has_tensor_type() && e.has_tensor_type() && t.tensor_type().elem_type() && e.tensor_type().elem_type() &&
+          t.tensor_type().elem_type() != e.tensor_type().elem_type())
+        user_error("{}: output {} is {} in then_branch but {} in else_branch", desc, i,
+                   dtype_name(checked_dtype(t.tensor_type().elem_type(), desc)),
+                   dtype_name(checked_dtype(e.tensor_type().elem_type(), desc)));
+    }
+    const SubgraphReader read = [&](const ::onnx::AttributeProto& a) {
+      Importer branch(*this, a.g(), desc + " " + a.name());
+      return std::make_shared<const Graph>(branch.read_branch(b, n.outer));
+    };
+    NodeForm form;
+    form.op_type = np.op_type();
+    form.version = n.support.version;
+    form.name = n.name;
+    form.attrs = convert_attributes(np, desc, options_, external_, &read);
+    auto cond = b.find(np.input(0));
+    if (!cond) internal_error("onnx import: {} input '{}' unbound after sorting", desc, np.input(0));
+    form.inputs.push_back(*cond);
+    for (const std::string& name : n.outer) {
+      auto id = b.find(name);
+      if (!id) internal_error("onnx import: {} reads '{}', unbound after sorting", desc, name);
+      form.inputs.push_back(*id);
+    }
+    form.outputs.assign(np.output().begin(), np.output().end());
     add_canonical_node(b, std::move(form));
   }
 
@@ -315,18 +437,18 @@ class Importer {
   }
 
   void add_declared_types(OnnxGraphReader& b) {
-    const auto& g = model_.graph();
+    const auto& g = *graph_;
     for (int i = 0; i < g.value_info_size(); ++i)
       declare(b, g.value_info(i), fmt::format("value_info '{}'", g.value_info(i).name()), fmt::format("_vi{}", i));
   }
 
   void add_outputs(OnnxGraphReader& b) {
-    const auto& g = model_.graph();
-    if (g.output_size() == 0) user_error("the graph has no outputs");
+    const auto& g = *graph_;
+    if (g.output_size() == 0) user_error("{} has no outputs", what_);
     std::unordered_set<std::string> seen;
     for (int i = 0; i < g.output_size(); ++i) {
       const auto& out = g.output(i);
-      std::string what = fmt::format("graph output '{}'", out.name());
+      std::string what = fmt::format("{}graph output '{}'", depth_ ? what_ + " > " : "", out.name());
       if (out.name().empty()) user_error("graph output {} has no name", i);
       if (!seen.insert(out.name()).second) user_error("{} is listed twice", what);
       auto id = b.find(out.name());
@@ -338,9 +460,13 @@ class Importer {
 
   const ::onnx::ModelProto& model_;
   const Options& options_;
+  std::unique_ptr<ExternalData> own_external_;  // the top-level importer's; branches share it
+  ExternalData* external_;
+  const ::onnx::GraphProto* graph_ = nullptr;  // the graph this importer reads (the model's, or a branch)
   int64_t opset_ = 0;
   std::map<std::string, int64_t> domain_opsets_;  // of the domains other than the default one
-  ExternalData external_;
+  int depth_ = 0;                    // 0: the model's graph; n: a branch nested n deep
+  std::string what_ = "the graph";   // names this graph in messages
   std::unordered_set<std::string> producers_;
 };
 

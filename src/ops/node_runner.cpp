@@ -75,7 +75,10 @@ std::vector<Tensor> run_node(const Node& node, const std::vector<const Tensor*>&
       outs[i] = Tensor::empty(out_types[i].dtype, std::move(dims));
     }
   }
-  def->kernel(node, in, outs, options.kernel);
+  KernelContext kernel = options.kernel;
+  kernel.max_rank = options.max_rank;
+  kernel.max_tensor_bytes = options.max_tensor_bytes;
+  def->kernel(node, in, outs, kernel);
 
   if (widen)
     for (auto& o : outs)

@@ -20,6 +20,7 @@ void register_all_ops(OpRegistry& r) {
   register_shape_ops(r);
   register_reduction_ops(r);
   register_linalg_ops(r);
+  register_control_ops(r);
 }
 
 }  // namespace kiln

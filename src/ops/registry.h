@@ -52,6 +52,9 @@ class InferContext {
 struct KernelContext {
   int threads = 1;
   bool reference = false;  // the fp64 oracle: plain loops only, no vendor libraries
+  // The run's limits, for kernels that run nodes of their own (If's branches); run_node sets them.
+  int64_t max_rank = 16;
+  int64_t max_tensor_bytes = int64_t{16} << 30;
 };
 
 // Returns one type per node output (omitted optional outputs may get any type).
@@ -85,10 +88,17 @@ class OpRegistry {
 const OpRegistry& op_registry();
 void register_all_ops(OpRegistry& r);
 
+// Infers the types of `n`'s outputs in `g` from its inputs' types and constant values (infer_node.cpp);
+// a node the registry does not have, or with the wrong number of inputs or outputs, is a user error.
+// `fresh` numbers new symbolic dims; first_fresh_symbol is the first number no "_dN" of `g` uses.
+void infer_node_types(Graph& g, Node& n, int* fresh, int64_t max_rank);
+int first_fresh_symbol(const Graph& g);
+
 // One function per op family (each in its folder under src/ops).
 void register_elementwise_ops(OpRegistry& r);
 void register_shape_ops(OpRegistry& r);
 void register_reduction_ops(OpRegistry& r);
 void register_linalg_ops(OpRegistry& r);
+void register_control_ops(OpRegistry& r);
 
 }  // namespace kiln

@@ -47,6 +47,9 @@ std::string attribute_key(const Node& n) {
             append_bits(key, v.data(), v.size() * sizeof(typename V::value_type));
           } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
             for (const std::string& s : v) key += std::to_string(s.size()) + ":" + s;
+          } else if constexpr (std::is_same_v<V, SubgraphRef>) {
+            const void* p = v.get();  // the same branches only when the same graph object
+            append_bits(key, &p, sizeof p);
           } else {
             append_tensor(key, v);
           }

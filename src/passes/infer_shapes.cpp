@@ -5,11 +5,7 @@ namespace kiln {
 
 int infer_shapes(Graph& g, const Options& options, bool fold) {
   int folded = 0;
-  const OpRegistry& registry = op_registry();
-  int fresh = 0;
-  for (const Value& v : g.values)  // keep fresh symbols distinct from any already in the graph
-    for (const Dim& d : v.type.shape)
-      if (d.symbol.rfind("_d", 0) == 0) fresh = std::max(fresh, std::atoi(d.symbol.c_str() + 2) + 1);
+  int fresh = first_fresh_symbol(g);  // keep fresh symbols distinct from any already in the graph
 
   for (ValueId id : g.inputs) {
     const TensorType& t = g.value(id).type;
@@ -17,32 +13,7 @@ int infer_shapes(Graph& g, const Options& options, bool fold) {
       user_error("graph input '{}' has rank {} (max_rank is {})", g.value(id).name, t.rank(), options.max_rank);
   }
   for (Node& n : g.nodes) {
-    const OpDef* def = registry.find(n.op);
-    if (!def) unsupported("{}: operator {} is not supported", g.describe(n), op_name(n.op));
-    int count = static_cast<int>(n.inputs.size());
-    if (count < def->min_inputs || (def->max_inputs >= 0 && count > def->max_inputs))
-      user_error("{}: has {} inputs, expected {}..{}", g.describe(n), count, def->min_inputs,
-                 def->max_inputs < 0 ? std::string("any") : std::to_string(def->max_inputs));
-    // Every operator makes at least one output; a node without any would reach kernels that write
-    // out[0] when its inputs are constant (found by fuzzing).
-    if (n.outputs.empty()) user_error("{}: has no outputs", g.describe(n));
-    std::vector<const TensorType*> types;
-    std::vector<const Tensor*> vals;
-    for (ValueId v : n.inputs) {
-      types.push_back(v == kNoValue ? nullptr : &g.value(v).type);
-      vals.push_back(v == kNoValue ? nullptr : g.value(v).constant.get());
-    }
-    InferContext ctx(n, std::move(types), std::move(vals), &fresh, options.max_rank);
-    std::vector<TensorType> out = def->infer(ctx);
-    // A node with more outputs than its operator makes is the model's fault (found by fuzzing).
-    if (out.size() < n.outputs.size())
-      user_error("{}: has {} outputs, but {} produces {}", g.describe(n), n.outputs.size(), op_name(n.op), out.size());
-    for (size_t i = 0; i < n.outputs.size(); ++i) {
-      if (n.outputs[i] == kNoValue) continue;
-      if (out[i].rank() > options.max_rank)
-        user_error("{}: output rank {} exceeds max_rank {}", g.describe(n), out[i].rank(), options.max_rank);
-      g.value(n.outputs[i]).type = out[i];
-    }
+    infer_node_types(g, n, &fresh, options.max_rank);
     if (fold && fold_node(g, n, options)) ++folded;
   }
   if (folded) g.remove_dead();

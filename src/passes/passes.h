@@ -51,6 +51,13 @@ int cast_like_as_cast(Graph& g);
 // have the same types merge). Returns the number of nodes removed.
 int eliminate_common_subexpressions(Graph& g);
 
+// Every If whose cond is a constant becomes the nodes of the branch it takes (inline_constant_ifs.cpp;
+// after infer_shapes). Returns the number of Ifs replaced.
+int inline_constant_ifs(Graph& g);
+// inline_constant_ifs, then infer_shapes with folding (which may decide nested Ifs), until no If is
+// left with a constant cond. Returns the number of Ifs replaced.
+int fold_and_inline_ifs(Graph& g, const Options& options);
+
 // For the fp64 reference path: every floating-point value, constant and Cast target becomes f64.
 void widen_to_f64(Graph& g, const Options& options);
 

@@ -17,6 +17,7 @@ void prepare_graph(Graph& g, const std::map<std::string, int64_t>& dims, const O
   dump_ir(g, options, 0, "import");
   bind_dims(g, dims);  // before inference, so that sizes known from the inputs flow everywhere
   infer_shapes(g, options, /*fold=*/true);
+  fold_and_inline_ifs(g, options);
   dump_ir(g, options, 1, "infer_shapes_fold");
 }
 

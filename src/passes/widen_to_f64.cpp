@@ -25,9 +25,18 @@ void widen_to_f64(Graph& g, const Options& options) {
         n.attrs = {{"value", Attribute{Tensor::from_vector<double>(DType::f64, {int64_t(v.size())}, v)}}};
       }
     }
-    for (auto& [name, attr] : n.attrs)  // Constant / ConstantOfShape values
+    for (auto& [name, attr] : n.attrs) {  // Constant / ConstantOfShape values
       if (auto* t = std::get_if<Tensor>(&attr.value); t && is_narrow_float(t->dtype()))
         attr.value = convert_tensor(*t, DType::f64);
+      // A branch reads the node's inputs after cond, already widened: it is widened to match.
+      if (auto* sub = std::get_if<SubgraphRef>(&attr.value); sub && *sub) {
+        auto branch = std::make_shared<Graph>(**sub);
+        for (size_t i = 0; i < branch->inputs.size() && i + 1 < n.inputs.size(); ++i)
+          if (n.inputs[i + 1] != kNoValue) branch->value(branch->inputs[i]).type = g.value(n.inputs[i + 1]).type;
+        widen_to_f64(*branch, options);
+        attr.value = SubgraphRef(std::move(branch));
+      }
+    }
   }
   infer_shapes(g, options);
 }

@@ -147,6 +147,10 @@ void write_saved_model(const std::string& path, const Graph& imported, Mode mode
     data_index.emplace(t.raw(), data_pieces.size() - 1);
     return static_cast<int64_t>(data_pieces.size() - 1);
   };
+  // The IR text holds no subgraphs that parse back (ir/printer.h): refused here, not when loading.
+  for (const Node& n : imported.nodes)
+    if (n.op == OpKind::If)
+      unsupported("{}: a saved model cannot hold If nodes yet (run the ONNX model instead)", imported.describe(n));
   const std::string graph_text = print_graph(imported, print);
   const std::vector<KernelObject> kernels = loaded_kernels(options);
   std::string store;

@@ -353,7 +353,13 @@ TEST(OnnxImport, UserErrorsNameTheProblem) {
   add_input(sub, "c", {}, TP::BOOL);
   add_node(sub, "If", {"c"}, {"y"}, "branch");
   add_output(sub, "y");
-  expect_user_error(sub, "subgraphs are not supported");
+  expect_user_error(sub, "node 'branch' (If): has no attribute 'then_branch'");
+
+  auto loop = make_model();
+  add_input(loop, "c", {}, TP::BOOL);
+  add_node(loop, "Loop", {"", "c"}, {"y"}, "loop");
+  add_output(loop, "y");
+  expect_user_error(loop, "node 'loop' (Loop): subgraphs are not supported");
 
   for (int64_t opset : {0, 29}) {
     auto m = make_model(opset);
