@@ -200,6 +200,7 @@ class Importer {
     read_body(b);
     return graph;
   }
+
   // Every name a value gets in the model must be new.
   void claim(OnnxGraphReader& b, const std::string& name, const std::string& what) {
     if (!producers_.insert(name).second) user_error("{}: value name '{}' is defined twice", what, name);

@@ -225,7 +225,10 @@ TEST(IfImport, BranchesOfDifferentShapesGiveAFreshDim) {
   GraphProto else_g = branch("else", {{"Concat", {"x", "x"}, {"xx"}}}, {"xx"});
   attr_int(else_g.mutable_node(0), "axis", 0);
   add_if(m, "c", {"y"}, branch("then", {}, {"x"}), else_g);
+  add_node(m, "Mul", {"y", "y"}, {"sq"});  // a node after it: its size comes from the If's at run time
+  add_node(m, "Relu", {"sq"}, {"z"});
   add_output(m, "y");
+  add_output(m, "z");
   Graph g = import_model(m);
   prepare_graph(g, {}, Options{});
   const TensorType& y = g.value(g.outputs[0]).type;
@@ -237,10 +240,34 @@ TEST(IfImport, BranchesOfDifferentShapesGiveAFreshDim) {
     Tensor a = s.run({{"c", flag(true)}, {"x", x}}).at("y");
     EXPECT_EQ(a.shape(), (std::vector<int64_t>{3}));
     EXPECT_EQ(values(a), (std::vector<double>{1, 2, 3}));
-    Tensor b = s.run({{"c", flag(false)}, {"x", x}}).at("y");
-    EXPECT_EQ(b.shape(), (std::vector<int64_t>{6}));
-    EXPECT_EQ(values(b), (std::vector<double>{1, 2, 3, 1, 2, 3}));
+    auto out = s.run({{"c", flag(false)}, {"x", x}});
+    EXPECT_EQ(out.at("y").shape(), (std::vector<int64_t>{6}));
+    EXPECT_EQ(values(out.at("y")), (std::vector<double>{1, 2, 3, 1, 2, 3}));
+    EXPECT_EQ(values(out.at("z")), (std::vector<double>{1, 4, 9, 1, 4, 9}));
+    EXPECT_EQ(values(s.run({{"c", flag(true)}, {"x", x}}).at("z")), (std::vector<double>{1, 4, 9}));
   }
+}
+
+// A size the chosen branch cannot know (NonZero inside it) gets a symbol of the outer graph's own,
+// never one the outer graph already uses for another size.
+TEST(IfImport, SymbolsMadeInABranchDoNotClashWithTheOuterGraphs) {
+  auto m = make_model(13);
+  add_input(m, "x", {int64_t{4}});
+  bool_init(m, "c", true);
+  add_node(m, "NonZero", {"x"}, {"nz"});
+  add_if(m, "c", {"y"}, branch("then", {{"NonZero", {"x"}, {"t"}}}, {"t"}), branch("else", {{"NonZero", {"x"}, {"e"}}}, {"e"}));
+  add_output(m, "nz");
+  add_output(m, "y");
+  Graph g = import_model(m);
+  infer_shapes(g, Options{});  // no folding: the If stays, typed by the branch it takes
+  ASSERT_NE(find_node(g, OpKind::If), nullptr);
+  const TensorType& nz = g.value(g.outputs[0]).type;
+  const TensorType& y = g.value(g.outputs[1]).type;
+  ASSERT_EQ(nz.rank(), 2);
+  ASSERT_EQ(y.rank(), 2);
+  ASSERT_FALSE(nz.shape[1].is_static());
+  ASSERT_FALSE(y.shape[1].is_static());
+  EXPECT_NE(nz.shape[1].symbol, y.shape[1].symbol) << type_string(nz) << " " << type_string(y);
 }
 
 // A branch may read a value the outer graph computes after the If in the file's order.

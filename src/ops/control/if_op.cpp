@@ -2,6 +2,7 @@
 // inputs after `cond` (the outer-scope values they use, captured at import) as their own inputs.
 // An If whose condition is a constant is inlined before planning (passes/inline_constant_ifs.cpp);
 // the others run here, the chosen branch node by node through run_node (eagerly, in every mode).
+#include <map>
 #include <set>
 
 #include "ops/control/subgraph.h"
@@ -46,6 +47,21 @@ Dim merged_dim(InferContext& ctx, const Dim& a, const Dim& b, const std::set<std
   return ctx.fresh_dim();
 }
 
+// The chosen branch's types with the symbols it made itself (numbered by its own counter, which may
+// clash with the outer graph's) renamed to fresh ones of the outer graph, one for one.
+std::vector<TensorType> with_outer_symbols(InferContext& ctx, std::vector<TensorType> types,
+                                           const std::set<std::string>& outer) {
+  std::map<std::string, Dim> renamed;
+  for (TensorType& t : types)
+    for (Dim& d : t.shape) {
+      if (d.is_static() || outer.count(d.symbol)) continue;
+      auto it = renamed.find(d.symbol);
+      if (it == renamed.end()) it = renamed.emplace(d.symbol, ctx.fresh_dim(d.hint)).first;
+      d = it->second;
+    }
+  return types;
+}
+
 std::vector<TensorType> infer_if(InferContext& ctx) {
   const TensorType& cond = ctx.in(0);
   if (cond.dtype != DType::boolean) ctx.fail("cond must be bool, is {}", type_string(cond));
@@ -53,12 +69,12 @@ std::vector<TensorType> infer_if(InferContext& ctx) {
     if (d.is_static() && d.value != 1) ctx.fail("cond must hold one element, is {}", type_string(cond));
   const Graph& then_g = checked_branch(ctx, "then_branch");
   const Graph& else_g = checked_branch(ctx, "else_branch");
+  const std::set<std::string> outer = outer_symbols(ctx);
   if (const Tensor* c = ctx.value(0)) {  // known (a constant, or at run time): the chosen branch's types
     if (c->numel() != 1) ctx.fail("cond must hold one element, has {}", c->numel());
-    return branch_types(ctx, c->as_double(0) != 0 ? then_g : else_g);
+    return with_outer_symbols(ctx, branch_types(ctx, c->as_double(0) != 0 ? then_g : else_g), outer);
   }
   std::vector<TensorType> t = branch_types(ctx, then_g), e = branch_types(ctx, else_g);
-  const std::set<std::string> outer = outer_symbols(ctx);
   std::vector<TensorType> out;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].dtype != e[i].dtype)
