@@ -286,6 +286,16 @@ TEST(IfImport, BranchReadsAValueDefinedLaterInTheFile) {
 
 // ---- refusals ----
 
+TEST(IfImport, SavedModelsRefuseIf) {
+  TempDir dir;
+  try {
+    Session::compile_to_file(import_model(runtime_cond_model()), Mode::compiled, Options{}, {}, dir.file("m.kiln"));
+    ADD_FAILURE() << "saved a model with an If";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("a saved model cannot hold If nodes"), std::string::npos) << e.what();
+  }
+}
+
 TEST(IfImport, UnknownOuterNameIsAUserError) {
   auto m = runtime_cond_model();
   m.mutable_graph()->mutable_node(0)->mutable_attribute(1)->mutable_g()->mutable_node(0)->set_input(0, "nope");
