@@ -27,18 +27,46 @@ class Parser {
   Parser(std::string_view text, const DataSource* data) : lex_(text), data_(data) { advance(); }
 
   Graph parse() {
+    Graph g = parse_one_graph();
+    if (tok_.kind != TokKind::End) fail(tok_, "unexpected {} after the graph's closing '}}'", tok_.describe());
+    return g;
+  }
+
+ private:
+  // As deep as the ONNX importer lets If nest (onnx/import.cpp), so that hostile text cannot exhaust the stack.
+  static constexpr int kMaxSubgraphDepth = 16;
+
+  // `graph NAME(inputs) -> (outputs) { statements }` into g_ (empty on entry).
+  Graph parse_one_graph() {
     expect_word("graph");
     g_.name = expect_name("a graph name");
     parse_signature();
     expect_punct("{");
     while (!tok_.is_punct("}")) parse_statement();
     advance();
-    if (tok_.kind != TokKind::End) fail(tok_, "unexpected {} after the graph's closing '}}'", tok_.describe());
     for (const auto& [name, at] : output_refs_) g_.outputs.push_back(lookup(name, at, "graph output"));
     return std::move(g_);
   }
 
- private:
+  // A subgraph attribute (If's branches), as the printer nests it: its own values, groups and outputs,
+  // none of the enclosing graph's (a branch reads outer values only through its inputs).
+  Attribute parse_subgraph(const Token& at) {
+    if (depth_ >= kMaxSubgraphDepth) fail(at, "subgraphs nested more than {} deep", kMaxSubgraphDepth);
+    Graph outer = std::move(g_);
+    auto outer_defined = std::move(defined_);
+    auto outer_outputs = std::move(output_refs_);
+    g_ = Graph{};
+    defined_.clear();
+    output_refs_.clear();
+    ++depth_;
+    auto sub = std::make_shared<const Graph>(parse_one_graph());
+    --depth_;
+    g_ = std::move(outer);
+    defined_ = std::move(outer_defined);
+    output_refs_ = std::move(outer_outputs);
+    return Attribute{SubgraphRef(std::move(sub))};
+  }
+
   // ---- token helpers ----
   void advance() { tok_ = lex_.next(); }
   template <class... Args>
@@ -306,8 +334,7 @@ class Parser {
         expect_punct("[");
         return parse_list(kind);
       }
-      if (tok_.text == "graph")  // what the printer writes for If's branches
-        fail(at, "subgraph attributes (If branches) cannot be read from IR text; import the ONNX model instead");
+      if (tok_.text == "graph") return parse_subgraph(at);  // what the printer writes for If's branches
       if (dtype_from_name(tok_.text)) {
         TensorType t = parse_type();
         return Attribute{parse_values(t, at)};
@@ -464,6 +491,7 @@ class Parser {
   Graph g_;
   std::unordered_map<std::string, ValueId> defined_;
   std::vector<std::pair<std::string, Token>> output_refs_;
+  int depth_ = 0;  // subgraphs open around the current statement
 };
 
 }  // namespace

@@ -143,7 +143,7 @@ std::string attr_text(const Attribute& a, const PrintOptions& o) {
       return s + "]";
     }
     std::string operator()(const Tensor& t) const { return typed_tensor_text(t, o); }
-    // Nested, indented under the node (the parser refuses it: subgraphs come from ONNX only).
+    // Nested, indented under the node; the parser reads it back (ir/parser.cpp parse_subgraph).
     std::string operator()(const SubgraphRef& g) const {
       if (!g) return "<no graph>";
       std::string text = print_graph(*g, o);

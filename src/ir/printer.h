@@ -17,7 +17,7 @@
 // a node in it (the plan of a compile: Graph::groups).
 // Attributes: 3, 0.5 (floats always carry '.', 'e', nan or inf), "text", [1, 2], [0.5, 1.0],
 // ["a", "b"], ints[] / floats[] / strings[] when empty, and tensors as `f32[2] [1, 2]`. A subgraph
-// (If's branches) prints nested as `graph then(...) -> (...) {...}`, which the parser refuses.
+// (If's branches) prints nested as `graph then(...) -> (...) {...}`, which the parser reads back.
 // Constants larger than max_inline_elements print as `<elided N bytes fnv=HEX>`, which the parser
 // refuses, or, with PrintOptions::external_data, as `<data N>`: the values are kept outside the text
 // (a saved model's data sections) and the parser gets them back from its DataSource.

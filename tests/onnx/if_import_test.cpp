@@ -105,12 +105,30 @@ TEST(IfImport, OuterValuesBecomeInputsOfTheNodeAndTheBranches) {
   EXPECT_EQ(n->attr_graph("else_branch").inputs.size(), 1u);
   std::string text = print_graph(g);
   EXPECT_NE(text.find("then_branch=graph then("), std::string::npos) << text;
-  // The parser refuses a subgraph clearly rather than misreading it.
+  // The text parses back to a graph that prints the same and computes the same.
+  Graph back = parse_graph(text);
+  EXPECT_EQ(print_graph(back), text);
+  Session s = Session::from_graph(std::move(back), Mode::eager, Options{});
+  EXPECT_EQ(values(s.run({{"c", flag(false)}, {"x", f32({3}, {1.5f, -2.0f, 4.0f})}}).at("y")),
+            (std::vector<double>{-1.5, 2.0, -4.0}));
+}
+
+// Subgraphs nest in IR text as deep as the importer allows, and no deeper.
+TEST(IfImport, IrTextRefusesSubgraphsNestedPastTheImportersLimit) {
+  auto nested = [](int depth) {
+    const std::string leaf = "graph b(%c: bool[], %x: f32[2]) -> (%y) {\n  %y: f32[2] = Relu(%x)\n}";
+    std::string g = leaf;
+    for (int d = 0; d < depth; ++d)
+      g = "graph b(%c: bool[], %x: f32[2]) -> (%y) {\n  %y: f32[2] = If(%c, %c, %x) {else_branch=" + leaf +
+          ", then_branch=" + g + "}\n}";
+    return g;
+  };
+  EXPECT_NO_THROW(parse_graph(nested(16)));
   try {
-    parse_graph(text);
-    ADD_FAILURE() << "parsed a graph attribute";
+    parse_graph(nested(17));
+    ADD_FAILURE() << "parsed 17 nested subgraphs";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("subgraph attributes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("subgraphs nested more than 16 deep"), std::string::npos) << e.what();
   }
 }
 
