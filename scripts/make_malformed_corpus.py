@@ -558,9 +558,26 @@ def operator_and_attribute_cases():
     body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
                              [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL)],
                              [vi("c_out", [], TensorProto.BOOL)])
-    emit("op_loop_subgraph.onnx", E, "a Loop node",
+    emit("op_loop_subgraph.onnx", E, "a Loop node without outputs (Loop makes at least one)",
          model([helper.make_node("Loop", ["n", "c"], [], name="loop", body=body)],
                [vi("n", [], TensorProto.INT64), vi("c", [], TensorProto.BOOL)], [vi("c", [], TensorProto.BOOL)]))
+    forever = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]),
+                                 helper.make_node("Neg", ["x_in"], ["x_out"])], "body",
+                                [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL), vi("x_in", [2, 3])],
+                                [vi("c_out", [], TensorProto.BOOL), vi("x_out", [2, 3])])
+    emit("op_loop_never_ends.onnx", S, "a Loop without a trip count whose body keeps cond true (runs until "
+         "max_loop_iterations)",
+         model([helper.make_node("Loop", ["", "c", "x"], ["y"], name="loop", body=forever)],
+               [vi("x", [2, 3])], [vi("y", [2, 3])], inits=[helper.make_tensor("c", TensorProto.BOOL, [], [True])]))
+    emit("op_loop_body_outputs.onnx", E, "a Loop whose body makes 3 outputs for the node's 1 (cond and one carried value)",
+         model([helper.make_node("Loop", ["", "c", "x"], ["y"], name="loop",
+                                 body=helper.make_graph(list(forever.node), "body", list(forever.input),
+                                                        list(forever.output) + [vi("x_in", [2, 3])]))],
+               [vi("c", [], TensorProto.BOOL), vi("x", [2, 3])], [vi("y", [2, 3])]))
+    slices = helper.make_graph([helper.make_node("Identity", ["s"], ["t"])], "body", [vi("s", [3])], [vi("t", [3])])
+    emit("op_scan_axis_out_of_range.onnx", S, "a Scan whose scan_input_axes is 5 for a rank-2 input",
+         model([helper.make_node("Scan", ["x"], ["y"], name="scan", body=slices, num_scan_inputs=1,
+                                 scan_input_axes=[5])], [vi("x", [2, 3])], [vi("y", [2, 3])], opset=11))
     emit("op_graph_attribute.onnx", E, "a Relu node with a GRAPH attribute",
          model([helper.make_node("Relu", ["x"], ["y"], body=branch)], [vi("x", [2, 3])], [vi("y", [2, 3])]))
     emit("attr_wrong_type.onnx", E, "opset-11 Softmax with a FLOAT axis (read by the importer's rewrite)",
@@ -639,7 +656,7 @@ def new_graph_cases():
     emit("graph_op_lowercase.onnx", E, "op 'relu' (operator names are case-sensitive)",
          model([node("relu", ["x"], ["y"])], x, y))
     scan_body = helper.make_graph([node("Identity", ["s"], ["t"])], "body", [vi("s", [3])], [vi("t", [3])])
-    emit("graph_op_scan.onnx", E, "a Scan node (a subgraph)",
+    emit("valid_scan_subgraph.onnx", V, "a Scan whose body (Identity) stacks the rows of x again",
          model([node("Scan", ["x"], ["y"], body=scan_body, num_scan_inputs=1)], x, y))
     emit("graph_op_ml_domain.onnx", E, "ai.onnx.ml::Normalizer (a domain kiln does not implement)",
          model([node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml", norm="MAX")], x, y,

@@ -122,6 +122,11 @@ struct PendingNode {
 };
 
 bool is_if(const ::onnx::NodeProto& n) { return is_default_domain(n.domain()) && n.op_type() == "If"; }
+// Loop and Scan: one subgraph, `body`, with inputs of its own (iteration number, cond, carried values;
+// state variables and scan slices) before the outer values it reads.
+bool has_body(const ::onnx::NodeProto& n) {
+  return is_default_domain(n.domain()) && (n.op_type() == "Loop" || n.op_type() == "Scan");
+}
 
 // A branch attribute of an If, or a user error.
 const ::onnx::GraphProto& branch_of(const ::onnx::NodeProto& n, const std::string& desc, const char* attr) {
@@ -172,20 +177,32 @@ class Importer {
     add_outputs(b);
   }
 
-  // A branch as a kiln graph whose inputs are `captures` (the If's outer names, the same list for both
-  // branches); those this branch reads itself (`own`) are bound to them, the others stay unnamed in it.
-  Graph read_branch(OnnxGraphReader& outer, const std::vector<std::string>& captures) {
+  // A subgraph as a kiln graph whose inputs are its own declared ones, typed `own_types` (Loop's and
+  // Scan's body; If's branches have none), then `captures` (the node's outer names, the same list for
+  // both of If's branches); the captures this graph reads itself are bound to them, the others stay
+  // unnamed in it. `typed[i]`: own input i's rank can be trusted by rewrites.
+  Graph read_subgraph(OnnxGraphReader& outer, const std::vector<TensorType>& own_types, const std::vector<bool>& typed,
+                      const std::vector<std::string>& captures) {
     const auto& g = *graph_;
-    if (g.input_size())
-      user_error("{} declares {} inputs; If branches take none (they read outer values by name)", what_, g.input_size());
+    if (static_cast<size_t>(g.input_size()) != own_types.size())
+      internal_error("onnx import: {} declares {} inputs, {} typed", what_, g.input_size(), own_types.size());
     if (g.node_size() > options_.max_nodes)
       user_error("{} has {} nodes, over the limit of {} (max_nodes)", what_, g.node_size(), options_.max_nodes);
     if (g.sparse_initializer_size()) unsupported("{}: sparse initializers are not supported", what_);
     std::vector<std::string> own_list = outer_names(g, what_, depth_);
     std::unordered_set<std::string> own(own_list.begin(), own_list.end());
     Graph graph;
-    graph.name = g.name().empty() ? "branch" : g.name();
+    graph.name = g.name().empty() ? (own_types.empty() ? "branch" : "body") : g.name();
     OnnxGraphReader b(graph, options_, opset_);
+    for (size_t i = 0; i < own_types.size(); ++i) {
+      const std::string& name = g.input(static_cast<int>(i)).name();
+      if (name.empty()) user_error("{}: input {} has no name", what_, i);
+      claim(b, name, fmt::format("{} > graph input '{}'", what_, name));
+      ValueId in = graph.add_value(name, own_types[i]);
+      graph.inputs.push_back(in);
+      b.bind(name, in);
+      if (typed[i]) b.mark_typed(in);
+    }
     for (const std::string& name : captures) {
       auto id = outer.find(name);
       if (!id) internal_error("onnx import: {} captures '{}', which is unbound", what_, name);
@@ -256,23 +273,24 @@ class Importer {
           if (!out.empty()) claim(b, out, fmt::format("node '{}' ({}::{})", nodes.back().name, np.domain(), np.op_type()));
         continue;
       }
-      if (np.op_type() == "Loop" || np.op_type() == "Scan")
-        unsupported("node '{}' ({}): subgraphs are not supported", name, np.op_type());
       OpSupport support = check_op_support(np.op_type(), opset_, name);
       std::string desc = fmt::format("{}node '{}' ({})", depth_ ? what_ + " > " : "", name, np.op_type());
       for (const auto& out : np.output())
         if (!out.empty()) claim(b, out, desc);
       nodes.push_back(PendingNode{&np, support, std::move(name), {}});
-      if (is_if(np)) nodes.back().outer = if_outer_names(np, desc);
+      if (is_if(np)) nodes.back().outer = subgraph_outer_names(np, desc, {"then_branch", "else_branch"});
+      if (has_body(np)) nodes.back().outer = subgraph_outer_names(np, desc, {"body"});
     }
     return nodes;
   }
 
-  // What an If's branches read from outside them: the union of both branches' outer names.
-  std::vector<std::string> if_outer_names(const ::onnx::NodeProto& np, const std::string& desc) const {
+  // What a node's subgraphs read from outside them: the union of their outer names (both of If's
+  // branches, Loop's or Scan's body).
+  std::vector<std::string> subgraph_outer_names(const ::onnx::NodeProto& np, const std::string& desc,
+                                                std::initializer_list<const char*> attrs) const {
     std::vector<std::string> names;
     std::unordered_set<std::string> seen;
-    for (const char* attr : {"then_branch", "else_branch"})
+    for (const char* attr : attrs)
       for (std::string& name : outer_names(branch_of(np, desc, attr), desc + " " + attr, depth_ + 1))
         if (seen.insert(name).second) names.push_back(std::move(name));
     return names;
@@ -361,6 +379,7 @@ class Importer {
   void emit(OnnxGraphReader& b, const PendingNode& n) {
     std::string desc = fmt::format("{}node '{}' ({})", depth_ ? what_ + " > " : "", n.name, n.proto->op_type());
     if (is_if(*n.proto)) return emit_if(b, n, desc);
+    if (has_body(*n.proto)) return emit_body_node(b, n, desc);
     NodeForm form;
     form.op_type = n.proto->op_type();
     if (!is_default_domain(n.proto->domain())) form.domain = n.proto->domain();
@@ -406,7 +425,10 @@ class Importer {
     }
     const SubgraphReader read = [&](const ::onnx::AttributeProto& a) {
       Importer branch(*this, a.g(), desc + " " + a.name());
-      return std::make_shared<const Graph>(branch.read_branch(b, n.outer));
+      if (a.g().input_size())
+        user_error("{} declares {} inputs; If branches take none (they read outer values by name)", branch.what_,
+                   a.g().input_size());
+      return std::make_shared<const Graph>(branch.read_subgraph(b, {}, {}, n.outer));
     };
     NodeForm form;
     form.op_type = np.op_type();
@@ -416,6 +438,122 @@ class Importer {
     auto cond = b.find(np.input(0));
     if (!cond) internal_error("onnx import: {} input '{}' unbound after sorting", desc, np.input(0));
     form.inputs.push_back(*cond);
+    for (const std::string& name : n.outer) {
+      auto id = b.find(name);
+      if (!id) internal_error("onnx import: {} reads '{}', unbound after sorting", desc, name);
+      form.inputs.push_back(*id);
+    }
+    form.outputs.assign(np.output().begin(), np.output().end());
+    add_canonical_node(b, std::move(form));
+  }
+
+  // Loop and Scan: the node's own inputs (an omitted optional one, M, cond or Scan-8's sequence_lens,
+  // stays kNoValue), then the outer values the body reads, which become the body's inputs after its
+  // own; the attribute `captures` counts them (the kernels find the carried values by it).
+  void emit_body_node(OnnxGraphReader& b, const PendingNode& n, const std::string& desc) {
+    const auto& np = *n.proto;
+    const bool loop = np.op_type() == "Loop";
+    const int version = n.support.version;
+    std::unordered_set<std::string> allowed{"body"};
+    if (!loop) allowed.insert({"num_scan_inputs"});
+    if (!loop && version == 8) allowed.insert("directions");
+    if (!loop && version >= 9)
+      allowed.insert({"scan_input_directions", "scan_output_directions", "scan_input_axes", "scan_output_axes"});
+    for (const auto& a : np.attribute())
+      if (!allowed.count(a.name())) user_error("{}: has attribute '{}', which {}-{} does not have", desc, a.name(), np.op_type(), version);
+    const ::onnx::GraphProto& body = branch_of(np, desc, "body");
+    if (np.output_size() == 0) user_error("{}: has no outputs ({} makes at least one)", desc, np.op_type());
+    std::vector<std::optional<ValueId>> own;  // the node's inputs; nullopt: omitted
+    for (int i = 0; i < np.input_size(); ++i) {
+      if (np.input(i).empty()) {
+        own.push_back(std::nullopt);
+        continue;
+      }
+      auto id = b.find(np.input(i));
+      if (!id) internal_error("onnx import: {} input '{}' unbound after sorting", desc, np.input(i));
+      own.push_back(*id);
+    }
+    // The body's own inputs: where the node's input k feeds body input j (types from it), or a fixed type.
+    std::vector<TensorType> types;
+    std::vector<bool> typed;
+    std::vector<bool> known_types;  // the element type is known (not a placeholder)
+    auto from_node = [&](size_t k, int drop_dims, const std::string& what) {
+      if (k >= own.size() || !own[k]) user_error("{}: {} is omitted, but it is not optional", desc, what);
+      const Value& v = b.graph().value(*own[k]);
+      const int j = static_cast<int>(types.size());
+      // The element type where known; else the body's declaration, checked when the node is inferred.
+      auto dtype = b.known_dtype(*own[k]);
+      if (!dtype && j < body.input_size())
+        if (auto t = declared_type(body.input(j), desc + " body input", "_body", false, options_)) dtype = t->dtype;
+      TensorType t{dtype.value_or(v.type.dtype), {}};
+      const bool known = b.known_rank(*own[k]).has_value();
+      if (known && v.type.rank() < drop_dims) user_error("{}: {} has rank {}, too low to scan", desc, what, v.type.rank());
+      // Sizes may change from one iteration to the next: only the element type and rank are kept.
+      for (int d = drop_dims; d < v.type.rank(); ++d) t.shape.push_back(Dim::sym(fmt::format("_body{}_{}", j, d - drop_dims)));
+      types.push_back(std::move(t));
+      typed.push_back(known);
+      known_types.push_back(dtype.has_value());
+    };
+    const int body_inputs = body.input_size();
+    if (loop) {
+      if (np.input_size() < 2)
+        user_error("{}: needs at least two inputs, M and cond (either may be the empty name), then the loop-carried values", desc);
+      const int carried = np.input_size() - 2;
+      if (body_inputs != carried + 2)
+        user_error("{}: body has {} inputs, but Loop's body takes {} (iteration_num, cond and the {} loop-carried values)",
+                   desc, body_inputs, carried + 2, carried);
+      if (body.output_size() != np.output_size() + 1)
+        user_error("{}: body has {} outputs, but the node has {} (the body makes cond, then one per node output: the "
+                   "{} loop-carried values and the scan outputs)", desc, body.output_size(), np.output_size(), carried);
+      if (np.output_size() < carried)
+        user_error("{}: has {} outputs, fewer than its {} loop-carried values", desc, np.output_size(), carried);
+      types.push_back(TensorType{DType::i64, {}});
+      types.push_back(TensorType{DType::boolean, {}});
+      typed.insert(typed.end(), {true, true});
+      known_types.insert(known_types.end(), {true, true});
+      for (int k = 0; k < carried; ++k) from_node(size_t(2 + k), 0, fmt::format("loop-carried value {}", k));
+    } else {
+      int64_t scans = -1;
+      for (const auto& a : np.attribute())
+        if (a.name() == "num_scan_inputs") scans = a.i();
+      const int first = version == 8 ? 1 : 0;  // Scan-8's sequence_lens comes first
+      const int given = np.input_size() - first;
+      if (scans < 1 || scans > given)
+        user_error("{}: num_scan_inputs must be 1 to {} (the node's inputs{}), is {}", desc, given,
+                   version == 8 ? " after sequence_lens" : "", scans);
+      const int states = given - static_cast<int>(scans);
+      if (body_inputs != given)
+        user_error("{}: body has {} inputs, but the node passes it {} ({} state variables and {} scan inputs)", desc,
+                   body_inputs, given, states, scans);
+      if (body.output_size() != np.output_size())
+        user_error("{}: body has {} outputs, but the node has {}", desc, body.output_size(), np.output_size());
+      if (np.output_size() < states)
+        user_error("{}: has {} outputs, fewer than its {} state variables", desc, np.output_size(), states);
+      const int batch = version == 8 ? 1 : 0;  // Scan-8's body sees one batch entry
+      for (int k = 0; k < given; ++k)
+        from_node(size_t(first + k), k < states ? batch : batch + 1,
+                  k < states ? fmt::format("state variable {}", k) : fmt::format("scan input {}", k - states));
+    }
+    // Declared element types of the body's inputs must be those the node gives.
+    for (int j = 0; j < body_inputs; ++j) {
+      auto t = declared_type(body.input(j), fmt::format("{} body input '{}'", desc, body.input(j).name()), "_body",
+                             false, options_);
+      if (t && known_types[size_t(j)] && t->dtype != types[size_t(j)].dtype)
+        user_error("{}: body input {} ('{}') is declared {}, but the node gives it {}", desc, j, body.input(j).name(),
+                   dtype_name(t->dtype), dtype_name(types[size_t(j)].dtype));
+    }
+    const SubgraphReader read = [&](const ::onnx::AttributeProto& a) {
+      Importer sub(*this, a.g(), desc + " " + a.name());
+      return std::make_shared<const Graph>(sub.read_subgraph(b, types, typed, n.outer));
+    };
+    NodeForm form;
+    form.op_type = np.op_type();
+    form.version = version;
+    form.name = n.name;
+    form.attrs = convert_attributes(np, desc, options_, external_, &read);
+    form.attrs["captures"] = Attribute{static_cast<int64_t>(n.outer.size())};
+    if (!loop && version >= 9) form.inputs.push_back(kNoValue);  // kiln's Scan: sequence_lens first, always
+    for (const auto& id : own) form.inputs.push_back(id ? *id : kNoValue);
     for (const std::string& name : n.outer) {
       auto id = b.find(name);
       if (!id) internal_error("onnx import: {} reads '{}', unbound after sorting", desc, name);

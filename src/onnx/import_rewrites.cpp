@@ -66,13 +66,24 @@ void upsample(OnnxGraphReader& b, NodeForm& n) {
   b.add_node(OpKind::Resize, {n.inputs[0], kNoValue, n.inputs[1]}, {n.outputs[0]}, n.name, std::move(attrs));
 }
 
-// Dropout in inference: the output is the input and the mask all true.
+// Dropout in inference, or in training with ratio 0: the output is the input and the mask all true.
+// Training with another ratio drops at random, which kiln does not do; where training_mode or ratio is
+// known only at run time, kiln's Dropout node checks them then (src/ops/shape/dropout.cpp).
 void dropout(OnnxGraphReader& b, NodeForm& n) {
   need_io(n);
-  if (n.has_input(2)) {
-    const Value& t = b.graph().value(n.inputs[2]);
-    if (!t.constant || t.constant->numel() != 1 || t.constant->as_int64(0) != 0)
-      unsupported("{}: training_mode is not a constant false (kiln runs Dropout in inference only)", n.desc());
+  auto constant = [&](size_t i) -> const Tensor* {
+    const Tensor* t = n.has_input(i) ? b.graph().value(n.inputs[i]).constant.get() : nullptr;
+    return t && t->numel() == 1 ? t : nullptr;
+  };
+  const Tensor *mode = constant(2), *ratio = constant(1);
+  if (n.has_input(2) && !(mode && mode->as_double(0) == 0)) {  // training, or maybe
+    if (mode && (!n.has_input(1) || (ratio && ratio->as_double(0) != 0)))  // ratio 0.5 when omitted
+      unsupported("{}: training_mode is true and ratio is not 0 (random dropout is not supported; kiln runs Dropout in "
+                  "training mode only with ratio 0)", n.desc());
+    if (!mode || !ratio) {
+      b.add_node(OpKind::Dropout, n.inputs, n.outputs, n.name, {});
+      return;
+    }
   }
   b.add_node(OpKind::Identity, {n.inputs[0]}, {n.outputs[0]}, n.name, {});
   if (n.has_output(1)) {

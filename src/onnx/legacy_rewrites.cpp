@@ -131,6 +131,17 @@ void dropout_ratio_input(OnnxGraphReader& b, NodeForm& n) {
   n.attrs.erase(it);
 }
 
+// Scan-8 scans axis 1 of inputs with a leading batch axis, each batch entry on its own (its length
+// from the optional sequence_lens, kiln's Scan's input 0); its `directions` are 9's
+// scan_input_directions. Kiln's Scan keeps that form under the attribute batch_major = 1.
+void scan_batch_major(OnnxGraphReader&, NodeForm& n) {
+  if (auto it = n.attrs.find("directions"); it != n.attrs.end()) {
+    n.attrs["scan_input_directions"] = it->second;
+    n.attrs.erase(it);
+  }
+  n.attrs["batch_major"] = Attribute{int64_t{1}};
+}
+
 // GridSample-16 names its modes bilinear, nearest and bicubic; 20 calls them linear, nearest and cubic
 // (and takes any number of spatial dims).
 void grid_sample_mode_names(OnnxGraphReader&, NodeForm& n) {

@@ -22,6 +22,7 @@ void upsample_scales_input(OnnxGraphReader& b, NodeForm& n);  // Upsample-9: sca
 void dropout_bool_mask(OnnxGraphReader& b, NodeForm& n);      // Dropout-10: the mask is bool
 void dropout_ratio_input(OnnxGraphReader& b, NodeForm& n);    // Dropout-12: ratio as input 1
 void grid_sample_mode_names(OnnxGraphReader& b, NodeForm& n); // GridSample-20: bilinear -> linear, ...
+void scan_batch_major(OnnxGraphReader& b, NodeForm& n);       // Scan-9: no batch axis, directions renamed
 void roi_align_output_half_pixel(OnnxGraphReader& b, NodeForm& n);  // RoiAlign-16: coordinate mode
 
 }  // namespace kiln::legacy

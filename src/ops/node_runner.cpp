@@ -78,6 +78,7 @@ std::vector<Tensor> run_node(const Node& node, const std::vector<const Tensor*>&
   KernelContext kernel = options.kernel;
   kernel.max_rank = options.max_rank;
   kernel.max_tensor_bytes = options.max_tensor_bytes;
+  kernel.max_loop_iterations = options.max_loop_iterations;
   def->kernel(node, in, outs, kernel);
 
   if (widen)

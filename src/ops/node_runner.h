@@ -11,6 +11,7 @@ struct NodeRunOptions {
   KernelContext kernel;
   int64_t max_rank = 16;
   int64_t max_tensor_bytes = int64_t{16} << 30;
+  int64_t max_loop_iterations = 10'000'000;
 };
 
 // `inputs[i]` is nullptr for an omitted optional input. Returns one tensor per node output (an

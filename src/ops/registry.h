@@ -55,6 +55,7 @@ struct KernelContext {
   // The run's limits, for kernels that run nodes of their own (If's branches); run_node sets them.
   int64_t max_rank = 16;
   int64_t max_tensor_bytes = int64_t{16} << 30;
+  int64_t max_loop_iterations = 10'000'000;  // iterations of one Loop / Scan run (setting max_loop_iterations)
 };
 
 // Returns one type per node output (omitted optional outputs may get any type).

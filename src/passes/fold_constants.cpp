@@ -40,6 +40,7 @@ bool fold_node(Graph& g, Node& n, const Options& options) {
   run.kernel.threads = 1;
   run.max_rank = options.max_rank;
   run.max_tensor_bytes = options.max_tensor_bytes;
+  run.max_loop_iterations = options.max_loop_iterations;
   std::vector<const Tensor*> ins;
   Tensor placeholder;
   for (ValueId v : n.inputs) {

@@ -51,9 +51,10 @@ Node cast_node(ValueId from, ValueId to, DType dtype, std::string name) {
 
 void narrow_floats(Graph& g, const Options& options, DType to) {
   KILN_INTERNAL_CHECK(is_half(to), "narrow_floats to {}", dtype_name(to));
-  for (const Node& n : g.nodes)  // its branches would stay f32 while the values they read narrow
-    if (n.op == OpKind::If)
-      unsupported("{}: --precision {} does not narrow If branches", g.describe(n), dtype_name(to));
+  for (const Node& n : g.nodes)  // its subgraphs would stay f32 while the values they read narrow
+    if (n.op == OpKind::If || n.op == OpKind::Loop || n.op == OpKind::Scan)
+      unsupported("{}: --precision {} does not narrow {} subgraphs", g.describe(n), dtype_name(to),
+                  n.op == OpKind::If ? "If branches" : std::string(op_name(n.op)) + " bodies");
   const std::string suffix = "_" + std::string(dtype_name(to));
   const size_t original_values = g.values.size();
   std::vector<char> is_input(original_values, 0), is_output(original_values, 0), keep(original_values, 0);

@@ -4,9 +4,10 @@
 namespace kiln {
 namespace {
 bool is_narrow_float(DType t) { return is_f32_or_half(t); }
-}  // namespace
 
-void widen_to_f64(Graph& g, const Options& options) {
+// Widens `g`'s values, Cast targets and constants, and its subgraphs', without inference: a subgraph is
+// only ever inferred on its node's input types (control::infer_subgraph), never on its own.
+void widen(Graph& g) {
   for (Value& v : g.values) {
     if (!is_narrow_float(v.type.dtype)) continue;
     v.type.dtype = DType::f64;
@@ -28,16 +29,22 @@ void widen_to_f64(Graph& g, const Options& options) {
     for (auto& [name, attr] : n.attrs) {  // Constant / ConstantOfShape values
       if (auto* t = std::get_if<Tensor>(&attr.value); t && is_narrow_float(t->dtype()))
         attr.value = convert_tensor(*t, DType::f64);
-      // A branch reads the node's inputs after cond, already widened: it is widened to match.
+      // A subgraph (If's branches, Loop's and Scan's body) reads values of the node, widened here: it is
+      // widened with them, its inputs included (they are not the node's inputs one for one: Loop's
+      // iteration number, Scan's slices).
       if (auto* sub = std::get_if<SubgraphRef>(&attr.value); sub && *sub) {
-        auto branch = std::make_shared<Graph>(**sub);
-        for (size_t i = 0; i < branch->inputs.size() && i + 1 < n.inputs.size(); ++i)
-          if (n.inputs[i + 1] != kNoValue) branch->value(branch->inputs[i]).type = g.value(n.inputs[i + 1]).type;
-        widen_to_f64(*branch, options);
-        attr.value = SubgraphRef(std::move(branch));
+        auto body = std::make_shared<Graph>(**sub);
+        widen(*body);
+        attr.value = SubgraphRef(std::move(body));
       }
     }
   }
+}
+
+}  // namespace
+
+void widen_to_f64(Graph& g, const Options& options) {
+  widen(g);
   infer_shapes(g, options);
 }
 

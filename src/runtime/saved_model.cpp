@@ -149,8 +149,9 @@ void write_saved_model(const std::string& path, const Graph& imported, Mode mode
   };
   // The IR text holds no subgraphs that parse back (ir/printer.h): refused here, not when loading.
   for (const Node& n : imported.nodes)
-    if (n.op == OpKind::If)
-      unsupported("{}: a saved model cannot hold If nodes yet (run the ONNX model instead)", imported.describe(n));
+    if (n.op == OpKind::If || n.op == OpKind::Loop || n.op == OpKind::Scan)
+      unsupported("{}: a saved model cannot hold {} nodes yet (run the ONNX model instead)", imported.describe(n),
+                  op_name(n.op));
   const std::string graph_text = print_graph(imported, print);
   const std::vector<KernelObject> kernels = loaded_kernels(options);
   std::string store;

@@ -359,7 +359,7 @@ TEST(OnnxImport, UserErrorsNameTheProblem) {
   add_input(loop, "c", {}, TP::BOOL);
   add_node(loop, "Loop", {"", "c"}, {"y"}, "loop");
   add_output(loop, "y");
-  expect_user_error(loop, "node 'loop' (Loop): subgraphs are not supported");
+  expect_user_error(loop, "node 'loop' (Loop): has no attribute 'body'");
 
   for (int64_t opset : {0, 29}) {
     auto m = make_model(opset);

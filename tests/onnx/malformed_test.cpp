@@ -91,6 +91,8 @@ TEST(OnnxMalformedCorpus, MessagesNameTheProblem) {
            {"op_if_branch_outputs.onnx", "then_branch has 2 outputs, but the node has 1"},
            {"op_if_unknown_name.onnx", "a branch reads 'nope'"},
            {"op_if_nested_too_deep.onnx", "subgraphs nest deeper than 16 levels"},
+           {"op_loop_body_outputs.onnx", "body has 3 outputs, but the node has 1"},
+           {"op_loop_subgraph.onnx", "has no outputs (Loop makes at least one)"},
            {"version_opset5.onnx", "opset 5"},
            {"version_opset99.onnx", "opset 99"},
            {"tensor_string.onnx", "initializer 'w': string tensors"},

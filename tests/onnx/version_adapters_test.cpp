@@ -257,7 +257,41 @@ TEST(VersionAdapters, DropoutIsIdentityWithAnAllTrueMask) {
   add_input(train, "t", {}, TP::BOOL);
   add_node(train, "Dropout", {"x", "", "t"}, {"y"}, "drop");
   add_output(train, "y");
-  expect_user_error(train, "training_mode is not a constant false");
+  // training_mode known at run time only: kiln's Dropout checks it then (ratio omitted: 0.5, random).
+  Graph gt = import_model(train);
+  ASSERT_TRUE(find_node(gt, OpKind::Dropout));
+  Session st = Session::from_graph(std::move(gt), Mode::eager, Options{});
+  Tensor x3 = Tensor::from_vector<float>(DType::f32, {3}, {1, -2, 3});
+  EXPECT_EQ(values(st.run({{"x", x3}, {"t", Tensor::scalar<int>(DType::boolean, 0)}}).at("y")),
+            (std::vector<double>{1, -2, 3}));
+  try {
+    st.run({{"x", x3}, {"t", Tensor::scalar<int>(DType::boolean, 1)}});
+    ADD_FAILURE() << "training with the default ratio ran";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("training_mode is true and ratio is 0.5"), std::string::npos) << e.what();
+  }
+
+  // A constant training_mode true: ratio 0 is exact, another (or the default) refused at import.
+  for (float r : {0.0f, 0.25f}) {
+    auto m13 = make_model(13);
+    add_input(m13, "x", {int64_t{3}});
+    add_f32_init(m13, "r", {}, {r});
+    auto* t = m13.mutable_graph()->add_initializer();
+    t->set_name("t");
+    t->set_data_type(TP::BOOL);
+    t->add_int32_data(1);
+    add_node(m13, "Dropout", {"x", "r", "t"}, {"y", "mask"}, "drop");
+    add_output(m13, "y");
+    add_output(m13, "mask");
+    if (r != 0) {
+      expect_user_error(m13, "training_mode is true and ratio is not 0");
+      continue;
+    }
+    Session s13 = Session::from_graph(import_model(m13), Mode::eager, Options{});
+    auto out13 = s13.run({{"x", x3}});
+    EXPECT_EQ(values(out13.at("y")), (std::vector<double>{1, -2, 3}));
+    EXPECT_EQ(out13.at("mask").to_int64_vector(), (std::vector<int64_t>{1, 1, 1}));
+  }
 }
 
 TEST(VersionAdapters, ReduceFamilyBecomesReduceSumWithItsPointwiseParts) {

@@ -68,14 +68,15 @@ class GeneratedKernel final : public SingleOutputKernel {
 // A node on its eager kernel (src/ops), with the run's thread count.
 class NodeKernel final : public Kernel {
  public:
-  NodeKernel(Node node, bool reference, int64_t max_rank)
-      : node_(std::move(node)), reference_(reference), max_rank_(max_rank) {}
+  NodeKernel(Node node, bool reference, int64_t max_rank, int64_t max_loop_iterations)
+      : node_(std::move(node)), reference_(reference), max_rank_(max_rank), max_loop_iterations_(max_loop_iterations) {}
   std::vector<Tensor> launch(const LaunchArgs& args) const override {
     NodeRunOptions run;
     run.kernel.reference = reference_;
     run.kernel.threads = omp_get_max_threads();
     run.max_rank = max_rank_;
     run.max_tensor_bytes = args.max_tensor_bytes;
+    run.max_loop_iterations = max_loop_iterations_;
     return run_node(node_, args.inputs, run, &args.planned);
   }
 
@@ -83,6 +84,7 @@ class NodeKernel final : public Kernel {
   Node node_;
   bool reference_;
   int64_t max_rank_;
+  int64_t max_loop_iterations_;
 };
 
 class HostRuntime final : public DeviceRuntime {
@@ -161,7 +163,7 @@ class CpuCompile final : public BackendCompile {
   }
 
   std::unique_ptr<Kernel> node_kernel(const Graph& g, const Node& node) override {
-    return std::make_unique<NodeKernel>(node, reference_, options_.max_rank);
+    return std::make_unique<NodeKernel>(node, reference_, options_.max_rank, options_.max_loop_iterations);
   }
 
   TuningStats finish() override {

@@ -2,9 +2,9 @@
 // inputs after `cond` (the outer-scope values they use, captured at import) as their own inputs.
 // An If whose condition is a constant is inlined before planning (passes/inline_constant_ifs.cpp);
 // the others run here, the chosen branch node by node through run_node (eagerly, in every mode).
-#include <map>
 #include <set>
 
+#include "ops/control/control_ops.h"
 #include "ops/control/subgraph.h"
 
 namespace kiln {
@@ -29,37 +29,12 @@ std::vector<TensorType> branch_types(InferContext& ctx, const Graph& g) {
   return control::infer_subgraph(g, types, values, ctx.max_rank());
 }
 
-// The symbols of the node's inputs: a branch output dim naming one of them means the same size outside.
-std::set<std::string> outer_symbols(const InferContext& ctx) {
-  std::set<std::string> s;
-  for (size_t i = 0; i < ctx.num_inputs(); ++i)
-    if (ctx.has(i))
-      for (const Dim& d : ctx.in(i).shape)
-        if (!d.is_static()) s.insert(d.symbol);
-  return s;
-}
-
 // A dim both branches agree on stays; any other (sizes that differ, or a symbol made inside a branch)
 // is a fresh symbol, known at run time only.
 Dim merged_dim(InferContext& ctx, const Dim& a, const Dim& b, const std::set<std::string>& outer) {
   if (a.is_static() && b.is_static() && a.value == b.value) return a;
   if (!a.is_static() && a == b && outer.count(a.symbol)) return a;
   return ctx.fresh_dim();
-}
-
-// The chosen branch's types with the symbols it made itself (numbered by its own counter, which may
-// clash with the outer graph's) renamed to fresh ones of the outer graph, one for one.
-std::vector<TensorType> with_outer_symbols(InferContext& ctx, std::vector<TensorType> types,
-                                           const std::set<std::string>& outer) {
-  std::map<std::string, Dim> renamed;
-  for (TensorType& t : types)
-    for (Dim& d : t.shape) {
-      if (d.is_static() || outer.count(d.symbol)) continue;
-      auto it = renamed.find(d.symbol);
-      if (it == renamed.end()) it = renamed.emplace(d.symbol, ctx.fresh_dim(d.hint)).first;
-      d = it->second;
-    }
-  return types;
 }
 
 std::vector<TensorType> infer_if(InferContext& ctx) {
@@ -69,10 +44,10 @@ std::vector<TensorType> infer_if(InferContext& ctx) {
     if (d.is_static() && d.value != 1) ctx.fail("cond must hold one element, is {}", type_string(cond));
   const Graph& then_g = checked_branch(ctx, "then_branch");
   const Graph& else_g = checked_branch(ctx, "else_branch");
-  const std::set<std::string> outer = outer_symbols(ctx);
+  const std::set<std::string> outer = control::outer_symbols(ctx);
   if (const Tensor* c = ctx.value(0)) {  // known (a constant, or at run time): the chosen branch's types
     if (c->numel() != 1) ctx.fail("cond must hold one element, has {}", c->numel());
-    return with_outer_symbols(ctx, branch_types(ctx, c->as_double(0) != 0 ? then_g : else_g), outer);
+    return control::with_outer_symbols(ctx, branch_types(ctx, c->as_double(0) != 0 ? then_g : else_g), outer);
   }
   std::vector<TensorType> t = branch_types(ctx, then_g), e = branch_types(ctx, else_g);
   std::vector<TensorType> out;
@@ -92,11 +67,7 @@ std::vector<TensorType> infer_if(InferContext& ctx) {
 void kernel_if(const Node& node, std::span<const Tensor* const> in, std::span<Tensor> out, const KernelContext& kc) {
   const Tensor& cond = *in[0];
   const Graph& branch = node.attr_graph(cond.as_double(0) != 0 ? "then_branch" : "else_branch");
-  NodeRunOptions run;
-  run.kernel = kc;
-  run.max_rank = kc.max_rank;
-  run.max_tensor_bytes = kc.max_tensor_bytes;
-  std::vector<Tensor> results = control::run_subgraph(branch, in.subspan(1), run);
+  std::vector<Tensor> results = control::run_subgraph(branch, in.subspan(1), control::subgraph_run_options(kc));
   // Copies: a result may be a view of an input or a branch constant, whose buffer the plan may reuse.
   for (size_t i = 0; i < out.size() && i < results.size(); ++i)
     if (node.outputs[i] != kNoValue) out[i] = results[i].clone();
@@ -104,7 +75,7 @@ void kernel_if(const Node& node, std::span<const Tensor* const> in, std::span<Te
 
 }  // namespace
 
-void register_control_ops(OpRegistry& r) {
+void register_if_op(OpRegistry& r) {
   OpDef def;
   def.infer = infer_if;
   def.kernel = kernel_if;

@@ -15,6 +15,7 @@ void register_shape_ops(OpRegistry& r) {
   shape_ops::register_select_ops(r);
   shape_ops::register_unique_op(r);
   shape_ops::register_tfidf_op(r);
+  shape_ops::register_dropout_op(r);
 }
 
 }  // namespace kiln

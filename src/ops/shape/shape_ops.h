@@ -23,6 +23,7 @@ void register_pad_trilu_ops(OpRegistry& r);
 void register_generator_ops(OpRegistry& r);  // Shape, Size, Constant, ConstantOfShape, Range
 void register_scatter_scan_ops(OpRegistry& r);  // CumSum, TopK, ScatterElements, ScatterND
 void register_select_ops(OpRegistry& r);  // GatherND, Compress, NonZero, ReverseSequence, BitShift
+void register_dropout_op(OpRegistry& r);  // Dropout with a run-time ratio or training_mode
 void register_unique_op(OpRegistry& r);  // Unique
 void register_tfidf_op(OpRegistry& r);   // TfIdfVectorizer
 
