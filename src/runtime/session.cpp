@@ -81,7 +81,7 @@ Session Session::from_graph(Graph graph, Mode mode, const Options& options,
   auto impl = std::make_unique<Impl>();
   impl->mode = mode;
   impl->options = options;
-  impl->backend = runtime::make_backend(options, mode);
+  impl->backend = timed(options, "backend", [&] { return runtime::make_backend(options, mode); });
   impl->exe = compiler::compile(std::move(graph), *impl->backend, options, mode, dims);
   return Session(std::move(impl));
 }
