@@ -18,7 +18,9 @@ function loadOrt() {
   }
 }
 
-const NPY_TYPES = { '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array], '<i8': ['int64', BigInt64Array],
+// float16 travels as its bit patterns (onnxruntime-node takes and gives a Uint16Array for it).
+const NPY_TYPES = { '<f4': ['float32', Float32Array], '<f2': ['float16', Uint16Array], '<f8': ['float64', Float64Array],
+  '<i8': ['int64', BigInt64Array],
   '<i4': ['int32', Int32Array], '|i1': ['int8', Int8Array], '|u1': ['uint8', Uint8Array], '|b1': ['bool', Uint8Array] };
 
 function readNpy(file) {

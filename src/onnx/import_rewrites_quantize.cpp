@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <iterator>
 #include <string_view>
+#include <utility>
 
 #include "onnx/import_rewrites.h"
 #include "onnx/tensor_proto.h"
@@ -137,6 +138,12 @@ void dynamic_quantize_linear(OnnxGraphReader& b, NodeForm& n) {
   ValueId zp = q.quantize(q.op(OpKind::Sub, {q.f32(0), q.op(OpKind::Div, {lo, scale})}), kNoValue, DType::u8,
                          n.has_output(2) ? n.outputs[2] : std::string());
   q.quantize(q.op(OpKind::Div, {x, scale}), q.cast(zp, DType::f32), DType::u8, n.outputs[0]);
+  // Scale and zero point are scalars whatever the model declares: MatMulInteger and ConvInteger, which
+  // read them as zero points (quantize_dynamic's form), need their rank before declared types are read.
+  for (auto [v, t] : {std::pair{scale, DType::f32}, std::pair{zp, DType::u8}}) {
+    b.graph().value(v).type = TensorType{t, {}};
+    b.mark_typed(v);
+  }
 }
 
 void need_inputs(const NodeForm& n, size_t count) {

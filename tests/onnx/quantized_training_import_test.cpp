@@ -48,6 +48,45 @@ TEST(IntegerProducts, MatMulIntegerWithPerRowAndPerColumnZeroPoints) {
   }
 }
 
+// onnxruntime.quantization.quantize_dynamic's form: DynamicQuantizeLinear's zero point feeds
+// MatMulInteger and ConvInteger with nothing declaring its rank (no value_info; an ORT-quantized
+// model has none for it), which the importer once refused ("the input's rank must be declared").
+TEST(IntegerProducts, DynamicQuantizeLinearZeroPointFeedsMatMulIntegerAndConvInteger) {
+  const std::vector<float> x = {-1.0f, 0.0f, 0.3f, 1.7f, -0.45f, 2.2f};
+  const std::vector<int64_t> w = {3, 250, 128, 0, 77, 200};
+  const int64_t wzp = 128;
+  // DynamicQuantizeLinear in f32, as ONNX defines it: round half to even, saturate to [0, 255].
+  const float scale = (2.2f - -1.0f) / 255.0f;
+  const float zp = std::clamp(std::nearbyint(0.0f - -1.0f / scale), 0.0f, 255.0f);
+  std::vector<int64_t> q(x.size());
+  for (size_t i = 0; i < x.size(); ++i) q[i] = int64_t(std::clamp(std::nearbyint(x[i] / scale) + zp, 0.0f, 255.0f));
+  // x [1,1,2,3]: times w [3,2] (MatMul: [1,1,2,2]); convolved with w as [2,1,1,3] (Conv: [1,2,2,1]).
+  std::vector<int64_t> want_mm(4, 0), want_conv(4, 0);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t k = 0; k < 3; ++k) {
+        want_mm[size_t(r * 2 + j)] += (q[size_t(r * 3 + k)] - int64_t(zp)) * (w[size_t(k * 2 + j)] - wzp);
+        want_conv[size_t(j * 2 + r)] += (q[size_t(r * 3 + k)] - int64_t(zp)) * (w[size_t(j * 3 + k)] - wzp);
+      }
+  auto m = make_model(13);
+  add_input(m, "x", {1, 1, 2, 3}), add_input(m, "w", {3, 2}, TP::UINT8), add_input(m, "w4", {2, 1, 1, 3}, TP::UINT8);
+  add_input(m, "wzp", {}, TP::UINT8);
+  add_node(m, "DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xzp"});
+  add_node(m, "MatMulInteger", {"xq", "w", "xzp", "wzp"}, {"mm"});
+  add_node(m, "ConvInteger", {"xq", "w4", "xzp", "wzp"}, {"conv"});
+  add_output(m, "mm"), add_output(m, "conv");
+  for (Mode mode : kModes) {
+    SCOPED_TRACE(mode_name(mode));
+    Session s = Session::from_graph(import_model(m), mode, Options{});
+    auto out = s.run({{"x", tensor(DType::f32, {1, 1, 2, 3}, x)},
+                      {"w", tensor(DType::u8, {3, 2}, w)},
+                      {"w4", tensor(DType::u8, {2, 1, 1, 3}, w)},
+                      {"wzp", Tensor::scalar(DType::u8, uint8_t(wzp))}});
+    EXPECT_EQ(out.at("mm").to_int64_vector(), want_mm);
+    EXPECT_EQ(out.at("conv").to_int64_vector(), want_conv);
+  }
+}
+
 TEST(IntegerProducts, ConvIntegerPadsWithTheZeroPointAndQLinearConvScalesPerChannel) {
   // x [1,1,3,3] u8, w [2,1,2,2] u8 with a zero point per output channel, pads 1.
   const std::vector<int64_t> x = {0, 10, 255, 3, 4, 5, 200, 7, 8}, w = {1, 2, 3, 255, 0, 9, 10, 11};
