@@ -112,9 +112,16 @@ TEST_F(GemmTemplateNvrtc, EveryHopperConfigCompilesForSm90a) {
   std::vector<Case> cases;
   for (const GemmTemplateConfig& config : hopper_gemm_template_configs())
     for (DType t : {DType::bf16, DType::f16}) cases.push_back({{t, true, kBiasGeluResidual, config}, "sm_90a"});
-  const GemmTemplateConfig plain = hopper_gemm_template_configs().front(), split = hopper_gemm_template_configs().back();
-  ASSERT_GT(split.split_k, 1);
-  for (const GemmTemplateConfig& config : {plain, split})
+  // Every epilogue form on a plain config, a split-K through the workspace and a split-K in a cluster.
+  std::vector<GemmTemplateConfig> forms{hopper_gemm_template_configs().front()};
+  for (bool cluster : {false, true})
+    for (const GemmTemplateConfig& c : hopper_gemm_template_configs())
+      if (c.split_k > 1 && c.cluster_reduce == cluster) {
+        forms.push_back(c);
+        break;
+      }
+  ASSERT_EQ(forms.size(), 3u);
+  for (const GemmTemplateConfig& config : forms)
     for (const GemmTemplateEpilogue& e : {kBare, kBias, kBiasGelu, kBiasRelu})
       cases.push_back({{DType::bf16, true, e, config}, "sm_90a"});
   compile_all(cases);
@@ -130,6 +137,10 @@ TEST(GemmTemplateSource, TheHopperKernelSaysWhatItsConfigSays) {
     EXPECT_TRUE(has("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"));
     EXPECT_TRUE(has(fmt::format("#define BM {}\n#define BN {}\n#define BK 64\n", c.bm, c.bn)));
     EXPECT_TRUE(has(fmt::format("#define SPLIT_K {}\n", c.split_k)));
+    EXPECT_TRUE(has(fmt::format("#define CLUSTER_K {}\n", c.cluster_reduce ? c.split_k : 0)));
+    // The cluster shape is in the source text; which configs use it is CLUSTER_K's value.
+    EXPECT_TRUE(has("#define KILN_CLUSTER __cluster_dims__(CLUSTER_K, 1, 1)"));
+    EXPECT_EQ(c.cluster_reduce, c.split_k > 1 && gemm_config_name(c).find("_kc") != std::string::npos);
     EXPECT_LE(gemm_template_shared_bytes(spec), size_t{227} * 1024) << "past the H200's shared memory";
     EXPECT_EQ(kernels_starting_with_the_prologue(code, gemm_config_name(c)), 2) << "the kernel and its reduce";
   }
@@ -137,6 +148,14 @@ TEST(GemmTemplateSource, TheHopperKernelSaysWhatItsConfigSays) {
   EXPECT_EQ(gemm_config_name(big), "wg128x256x64_s4_g8_p");
   // Four stages of a 128 x 64 A box and a 256 x 64 B box, 1 KB of alignment slack, eight mbarriers.
   EXPECT_EQ(gemm_template_shared_bytes({DType::bf16, true, kBare, big}), size_t{4} * 384 * 128 + 1024 + 64);
+  // A cluster reduce adds the tile's fp32 partials.
+  const GemmTemplateConfig cluster{128, 64, 64, 0, 0, 6, 4, 8, GemmFamily::wgmma, false, true};
+  EXPECT_EQ(gemm_config_name(cluster), "wg128x64x64_s6_g8_kc4");
+  EXPECT_EQ(gemm_template_shared_bytes({DType::bf16, true, kBare, cluster}),
+            size_t{6} * 192 * 128 + 1024 + 96 + 128 * 64 * 4);
+  int clusters = 0;
+  for (const GemmTemplateConfig& c : hopper_gemm_template_configs()) clusters += c.cluster_reduce;
+  EXPECT_GE(clusters, 1) << "the autotuner times cluster reduces";
   auto source = [](GemmTemplateConfig c, bool trans_b = true) {
     return gemm_template_source("k", GemmTemplateSpec{DType::bf16, trans_b, {}, c});
   };
@@ -146,6 +165,14 @@ TEST(GemmTemplateSource, TheHopperKernelSaysWhatItsConfigSays) {
   EXPECT_THROW(source({128, 128, 32, 0, 0, 4, 1, 8, GemmFamily::wgmma}), InternalError) << "BK 32";
   EXPECT_THROW(source({128, 128, 64, 0, 0, 9, 1, 8, GemmFamily::wgmma}), InternalError) << "9 stages";
   EXPECT_THROW(source({128, 128, 32, 2, 4, 3, 1, 8, GemmFamily::mma_sync, true}), InternalError) << "persistent mma_sync";
+  EXPECT_THROW(source({128, 64, 64, 0, 0, 4, 4, 8, GemmFamily::wgmma, true, true}), InternalError)
+      << "a persistent cluster reduce";
+  EXPECT_THROW(source({128, 64, 64, 0, 0, 4, 1, 8, GemmFamily::wgmma, false, true}), InternalError)
+      << "a cluster reduce of one split";
+  EXPECT_THROW(source({128, 64, 64, 0, 0, 4, 9, 8, GemmFamily::wgmma, false, true}), InternalError)
+      << "a cluster of 9 blocks (not portable)";
+  EXPECT_THROW(source({64, 64, 64, 2, 2, 4, 4, 8, GemmFamily::mma_sync, false, true}), InternalError)
+      << "mma_sync in a cluster";
 }
 
 TEST(GemmTemplateSource, SaysWhatItsConfigSays) {

@@ -50,17 +50,21 @@ GemmTemplateKernel::GemmTemplateKernel(const GemmTemplateSpec& spec, const Conte
   const std::string& name = unit.name;
   const Module module = modules.get(name, unit.code);
   main_.emplace(module.function(name));
-  if (spec_.config.split_k > 1) reduce_.emplace(module.function(name + "_reduce"));
+  if (needs_reduce_kernel()) reduce_.emplace(module.function(name + "_reduce"));
   allow_dynamic_shared(context, *main_, bytes);
 }
 
+bool GemmTemplateKernel::needs_reduce_kernel() const {
+  return spec_.config.split_k > 1 && !spec_.config.cluster_reduce;
+}
+
 size_t GemmTemplateKernel::workspace_bytes(int64_t m, int64_t n) const {
-  if (spec_.config.split_k == 1) return 0;
+  if (!needs_reduce_kernel()) return 0;
   return size_t(spec_.config.split_k) * size_t(m) * size_t(n) * sizeof(float);
 }
 
-bool GemmTemplateKernel::accepts(const GemmTemplateArgs& x) const {
-  if (spec_.config.family != GemmFamily::wgmma) return true;
+bool gemm_template_accepts(const GemmTemplateSpec& spec, const GemmTemplateArgs& x) {
+  if (spec.config.family != GemmFamily::wgmma) return true;
   // TMA: 16-byte aligned bases and row strides; coordinates are 32-bit.
   const int64_t limit = int64_t{1} << 31;
   return x.a % 16 == 0 && x.b % 16 == 0 && x.lda % 8 == 0 && x.ldb % 8 == 0 && x.m < limit && x.n < limit &&
@@ -76,8 +80,8 @@ void GemmTemplateKernel::launch(const Stream& stream, const GemmTemplateArgs& x)
   KILN_INTERNAL_CHECK(x.lda >= x.k && x.ldb >= (spec_.trans_b ? x.k : x.n) && x.ldc >= x.n, "{}: row strides", what);
   KILN_INTERNAL_CHECK(!spec_.epilogue.bias || x.bias, "{}: no bias", what);
   KILN_INTERNAL_CHECK(!spec_.epilogue.residual || (x.residual && x.ldr >= x.n), "{}: no residual", what);
-  KILN_INTERNAL_CHECK(x.workspace_bytes >= workspace_bytes(x.m, x.n) && (c.split_k == 1 || x.workspace), "{}: workspace",
-                      what);
+  KILN_INTERNAL_CHECK(x.workspace_bytes >= workspace_bytes(x.m, x.n) && (!needs_reduce_kernel() || x.workspace),
+                      "{}: workspace", what);
   const int64_t blocks = ceil_div(x.m, c.bm) * ceil_div(x.n, c.bn);
   if (blocks > int64_t{0x7fffffff}) user_error("{}: {} tiles, past the grid's limit", what, blocks);
   if (c.family == GemmFamily::wgmma) {
@@ -118,7 +122,7 @@ void GemmTemplateKernel::launch_wgmma(const Stream& stream, const GemmTemplateAr
 }
 
 void GemmTemplateKernel::launch_reduce(const Stream& stream, const GemmTemplateArgs& x) const {
-  if (spec_.config.split_k == 1) return;
+  if (!needs_reduce_kernel()) return;
   CUdeviceptr ws = x.workspace, out = x.c, bias = x.bias, res = x.residual;
   long long m = x.m, n = x.n, ldc = x.ldc, ldr = x.ldr;
   LaunchConfig reduce;

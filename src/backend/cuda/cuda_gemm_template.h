@@ -16,7 +16,7 @@ class ModuleCache;
 
 // One product C = epilogue(A B): A [m,k] (row stride lda), B [k,n] or, with trans_b, [n,k] (row stride
 // ldb), C and the residual [m,n] (row strides ldc, ldr), bias an fp32 [n] vector. Pointers the
-// epilogue does not read may be 0. workspace: split_k > 1 only, at least workspace_bytes(m, n).
+// epilogue does not read may be 0. workspace: at least workspace_bytes(m, n) (0 without a reduce kernel).
 struct GemmTemplateArgs {
   CUdeviceptr a = 0, b = 0, c = 0, bias = 0, residual = 0, workspace = 0;
   int64_t m = 0, n = 0, k = 0;
@@ -28,6 +28,11 @@ struct GemmTemplateArgs {
 // compile_cubins and ModuleCache::add them (the constructor then finds them loaded).
 CudaUnit gemm_template_unit(const GemmTemplateSpec& spec);
 
+// Whether a kernel of `spec` takes these operands: always for mma_sync; wgmma reads A and B through the
+// TMA, which needs 16-byte aligned addresses and row strides (a multiple of 8 elements) and sizes under
+// 2^31. (GemmTemplateKernel::accepts, without building the kernel.)
+bool gemm_template_accepts(const GemmTemplateSpec& spec, const GemmTemplateArgs& args);
+
 class GemmTemplateKernel {
  public:
   // Compiles (or finds in the cache) the spec's kernels for the cache's device. A config whose shared
@@ -35,19 +40,19 @@ class GemmTemplateKernel {
   GemmTemplateKernel(const GemmTemplateSpec& spec, const Context& context, ModuleCache& modules);
 
   const GemmTemplateSpec& spec() const { return spec_; }
-  size_t workspace_bytes(int64_t m, int64_t n) const;  // 0 without split-K
+  size_t workspace_bytes(int64_t m, int64_t n) const;  // 0 without split-K or with a cluster reduce
   // Enqueues the product (and with split-K the reduction) on `stream`. mma_sync: operands whose address is
   // not a multiple of 16 bytes or whose row stride is not a multiple of 8 elements take the kernel's element
   // loads instead of cp.async (correct, slower); wgmma: operands it does not accept are an InternalError. Inconsistent arguments are an InternalError; a grid
   // past the device's limits a UserError. An empty C launches nothing.
   void launch(const Stream& stream, const GemmTemplateArgs& args) const;
-  // Whether launch takes these operands: always for mma_sync; wgmma reads A and B through the TMA, which
-  // needs 16-byte aligned addresses and row strides (a multiple of 8 elements) and sizes under 2^31.
-  bool accepts(const GemmTemplateArgs& args) const;
+  // Whether launch takes these operands (gemm_template_accepts).
+  bool accepts(const GemmTemplateArgs& args) const { return gemm_template_accepts(spec_, args); }
 
  private:
   void launch_wgmma(const Stream& stream, const GemmTemplateArgs& args) const;
   void launch_reduce(const Stream& stream, const GemmTemplateArgs& args) const;  // split-K's second kernel
+  bool needs_reduce_kernel() const;  // split-K through the workspace (not summed in a cluster)
 
   GemmTemplateSpec spec_;
   unsigned shared_bytes_ = 0;

@@ -27,7 +27,7 @@ std::vector<GemmTemplateConfig> default_gemm_template_configs() {
 
 std::vector<GemmTemplateConfig> hopper_gemm_template_configs() {
   const GemmFamily wg = GemmFamily::wgmma;
-  // {bm, bn, bk, -, -, stages, split_k, group_m, family, persistent}; 128-row tiles have two consumer
+  // {bm, bn, bk, -, -, stages, split_k, group_m, family, persistent, cluster_reduce}; 128-row tiles have two consumer
   // warpgroups. Stages fill about 192 KB of shared memory (64 x 64 stays at 96 KB: two blocks an SM).
   return {
       {128, 256, 64, 0, 0, 4, 1, 8, wg, true},   // large products
@@ -43,6 +43,17 @@ std::vector<GemmTemplateConfig> hopper_gemm_template_configs() {
       {64, 128, 64, 0, 0, 6, 2, 8, wg, false},
       {64, 128, 64, 0, 0, 6, 4, 8, wg, false},
       {128, 64, 64, 0, 0, 6, 4, 8, wg, false},
+      // M = 128 with K split over a cluster of blocks, summed in distributed shared memory: whole 128-row
+      // tiles (A read once a block). The ones `kiln sweep gemm --device cuda` showed near the best at bert's
+      // shapes on an H100 (2026-12-06): 8 splits of a 768 x 3072 product, few splits of wide ones (a block
+      // an SM: more than 132 blocks is a second wave).
+      {128, 64, 64, 0, 0, 6, 2, 8, wg, false, true},
+      {128, 64, 64, 0, 0, 6, 3, 8, wg, false, true},
+      {128, 64, 64, 0, 0, 6, 4, 8, wg, false, true},
+      {128, 64, 64, 0, 0, 6, 8, 8, wg, false, true},
+      {128, 32, 64, 0, 0, 4, 4, 8, wg, false, true},
+      {128, 128, 64, 0, 0, 4, 4, 8, wg, false, true},
+      {128, 128, 64, 0, 0, 4, 6, 8, wg, false, true},
   };
 }
 

@@ -38,6 +38,11 @@ enum class GemmFamily { mma_sync, wgmma };
 // 128-byte swizzled row a tile row); warps_m / warps_n are unused (0). persistent: one block per SM that
 // walks the tiles (their count from each call's sizes), its producer loading the next tile's stages while
 // the consumers store the last; otherwise a block per tile (and split).
+// cluster_reduce (wgmma, not persistent, split_k 2..8): the split_k blocks of a tile are one thread-block
+// cluster; each leaves its fp32 partials in its own shared memory and the cluster sums them through
+// distributed shared memory in split order (the reduce kernel's sum), each block taking every split_k-th
+// 8-column group through the epilogue to C: no workspace, no second kernel. For M = 128 products, where
+// a tile's K split over the cluster is what fills the SMs.
 struct GemmTemplateConfig {
   int bm = 128, bn = 128, bk = 32;
   int warps_m = 2, warps_n = 4;
@@ -46,6 +51,7 @@ struct GemmTemplateConfig {
   int group_m = 8;
   GemmFamily family = GemmFamily::mma_sync;
   bool persistent = false;
+  bool cluster_reduce = false;
 
   int threads() const { return family == GemmFamily::wgmma ? 128 * (1 + bm / 64) : 32 * warps_m * warps_n; }
   bool operator==(const GemmTemplateConfig&) const = default;
@@ -58,7 +64,8 @@ struct GemmTemplateSpec {
   GemmTemplateConfig config;
 };
 
-// "128x128x32_w2x4_s3_g8" (+ "_k4" with split-K); wgmma: "wg128x256x64_s4_g8" (+ "_p" persistent, "_k4"),
+// "128x128x32_w2x4_s3_g8" (+ "_k4" with split-K); wgmma: "wg128x256x64_s4_g8" (+ "_p" persistent, "_k4",
+// "_kc4" split-K in a cluster),
 // for kernel names, sweeps and the tuning store.
 std::string gemm_config_name(const GemmTemplateConfig& c);
 // "bare", "bias", "bias_gelu", "bias_relu_residual", ...
@@ -67,7 +74,8 @@ std::string gemm_epilogue_name(const GemmTemplateEpilogue& e);
 // An InternalError naming what is wrong: tiles not made of whole warp tiles (each warp's tile a multiple
 // of 16 x 16), BK not a multiple of 16, stages outside 2..4, split_k outside 1..16, group_m < 1, a dtype
 // other than bf16 / f16; for wgmma, a tile it cannot take, BK other than 64, stages outside 2..8, or B as
-// [K,N] (its wgmma form reads B K-major only).
+// [K,N] (its wgmma form reads B K-major only); cluster_reduce other than on a non-persistent wgmma kernel
+// with split_k 2..8.
 void check_gemm_spec(const GemmTemplateSpec& spec);
 
 // Dynamic shared memory a block of this spec needs (mma_sync: every stage's A and B tiles, rows padded by
@@ -89,6 +97,8 @@ size_t gemm_template_shared_bytes(const GemmTemplateSpec& spec);
 //   (KilnTensorMap a, KilnTensorMap b, u16* c, const float* bias, const u16* residual, float* workspace,
 //    long long m, long long n, long long k, long long ldc, long long ldr, long long k_split)
 // any grid (persistent: at most one block an SM; otherwise tiles_m * tiles_n * split_k), threads() a block.
+// cluster_reduce: the kernel carries __cluster_dims__(split_k, 1, 1) (its grid, tiles * split_k, is whole
+// clusters) and writes C itself; `name`_reduce is not used.
 // `name`_reduce: (const float* workspace, u16* c, const float* bias, const u16* residual, long long m,
 //   long long n, long long ldc, long long ldr), kGemmReduceThreads threads a block, any grid.
 std::string gemm_template_source(const std::string& name, const GemmTemplateSpec& spec);

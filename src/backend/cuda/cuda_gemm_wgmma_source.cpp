@@ -8,7 +8,9 @@
 // descriptors, accumulating in fp32 registers; one group of them stays in flight while the previous
 // stage is released. TMA zero-fills what lies past the matrices, so tails in M, N and K need no masks
 // until the store. The epilogue (shared kiln_epilogue) is applied to the registers and stored directly;
-// with split-K the partials go to an fp32 workspace that the shared reduce kernel sums in split order.
+// with split-K the partials go to an fp32 workspace that the shared reduce kernel sums in split order,
+// or, with the splits of a tile as one thread-block cluster (cluster_reduce), stay in each block's shared
+// memory, where the cluster sums them over distributed shared memory in the same order and stores C.
 // Persistent launches walk the tiles with a grid stride; the producer runs ahead into the next tile while
 // the consumers store the last one.
 #include <fmt/format.h>
@@ -25,6 +27,29 @@ constexpr const char* kWgmmaBody = R"(
 #define ACC (BN / 2)                  // fp32 accumulators a consumer thread: 64 x BN over 128 threads
 #define A_BYTES (BM * BK * 2)         // a stage's A tile: BM rows of 128 bytes
 #define STAGE_BYTES ((BM + BN) * BK * 2)
+#define CONSUMER_THREADS (CONSUMERS * 128)
+
+#if CLUSTER_K > 1
+// The CLUSTER_K splits of a tile are one cluster: block rank s of it is split s (blockIdx.x % CLUSTER_K).
+#define KILN_CLUSTER __cluster_dims__(CLUSTER_K, 1, 1)
+// Every thread of every block of the cluster arrives; shared-memory writes before it are visible to the
+// cluster's reads after it.
+KILN_DEV void kiln_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+KILN_DEV void kiln_store_shared4(unsigned addr, float a, float b, float c, float d) {
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+// The four floats at `addr` (an address in this block's shared memory) of the cluster's block `rank`.
+KILN_DEV void kiln_cluster_load4(unsigned addr, unsigned rank, float (&v)[4]) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "r"(remote) : "memory");
+}
+#else
+#define KILN_CLUSTER
+#endif
 
 // Keeps the compiler from moving reads of the accumulators above the wait that completes them.
 KILN_DEV void kiln_fence_acc(float (&d)[ACC]) {
@@ -32,7 +57,7 @@ KILN_DEV void kiln_fence_acc(float (&d)[ACC]) {
   for (int i = 0; i < ACC; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_GEMM_NAME(
+extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, 1) KILN_GEMM_NAME(
     const __grid_constant__ KilnTensorMap map_a, const __grid_constant__ KilnTensorMap map_b,
     unsigned short* __restrict__ c, const float* __restrict__ bias, const unsigned short* __restrict__ res,
     float* __restrict__ ws, long long m, long long n, long long k, long long ldc, long long ldr, long long k_split) {
@@ -40,6 +65,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_GEMM_NAME(
   extern __shared__ __align__(1024) unsigned char kiln_tiles[];
   const unsigned base = (kiln_smem(kiln_tiles) + 1023u) & ~1023u;  // the swizzle needs 1 KB alignment
   const unsigned bars = base + STAGES * STAGE_BYTES;  // full[s] at bars + 8 s, empty[s] at bars + 8 (STAGES + s)
+#if CLUSTER_K > 1
+  // The split's fp32 partials, 16 bytes (accumulators 4 j .. 4 j + 3) at red + 16 (j CONSUMER_THREADS + ct)
+  // for consumer thread ct: the same place in every block of the cluster.
+  const unsigned red = bars + 16 * STAGES;
+#endif
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -85,6 +115,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_GEMM_NAME(
         }
       }
     }
+#if CLUSTER_K > 1
+    kiln_cluster_sync();  // the consumers' partials are written ...
+    kiln_cluster_sync();  // ... and read: this block's shared memory may go
+#endif
   } else {  // a consumer
 #if CONSUMERS == 2
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -123,6 +157,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_GEMM_NAME(
       if (steps > 0 && lane == 0) kiln_bar_arrive(bars + 8 * (STAGES + previous));
       kiln_fence_acc(acc);
 
+#if CLUSTER_K > 1
+      const unsigned ct = threadIdx.x - 128;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j)
+        kiln_store_shared4(red + 16u * ((unsigned)j * CONSUMER_THREADS + ct), acc[4 * j], acc[4 * j + 1],
+                           acc[4 * j + 2], acc[4 * j + 3]);
+#else
       // Accumulator 4 j + 2 h + e is row r0 + 8 h, column c0 + 8 j + e.
       const long long r0 = m0 + cw * 64 + warp * 16 + g, c0 = n0 + 2 * t;
       // Four 8-column groups (16 accumulators) at a time: the epilogue over them first, without branches
@@ -164,7 +205,53 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_GEMM_NAME(
           }
         }
       }
+#endif  // CLUSTER_K > 1
     }
+#if CLUSTER_K > 1
+    kiln_cluster_sync();  // every split's partials are in its block
+    {
+      long long m0, n0, k0;
+      int steps;
+      place(blockIdx.x, m0, n0, k0, steps);
+      const unsigned rank = blockIdx.x % CLUSTER_K, ct = threadIdx.x - 128;
+      const long long r0 = m0 + cw * 64 + warp * 16 + g, c0 = n0 + 2 * t;
+      const bool paired = (ldc & 1) == 0 && ((unsigned long long)c & 3) == 0;
+      // This block takes 8-column groups rank, rank + CLUSTER_K, ...: the splits summed in split order
+      // (as the reduce kernel sums them), then the epilogue and C. Accumulator 4 j + 2 h + e of a thread
+      // is row r0 + 8 h, column c0 + 8 j + e.
+      for (int j = (int)rank; j < BN / 8; j += CLUSTER_K) {
+        const unsigned word = red + 16u * ((unsigned)j * CONSUMER_THREADS + ct);
+        float part[CLUSTER_K][4];
+#pragma unroll
+        for (int s = 0; s < CLUSTER_K; ++s) kiln_cluster_load4(word, (unsigned)s, part[s]);
+        float x[4] = {part[0][0], part[0][1], part[0][2], part[0][3]};
+#pragma unroll
+        for (int s = 1; s < CLUSTER_K; ++s)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) x[q] += part[s][q];
+        const long long col = c0 + j * 8;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const long long row = r0 + h * 8;
+          if (row >= m || col >= n) continue;
+          const float v0 = kiln_epilogue(x[2 * h], bias, res, row, col, ldr);
+          unsigned short* o = c + row * ldc + col;
+          if (col + 1 < n) {
+            const float v1 = kiln_epilogue(x[2 * h + 1], bias, res, row, col + 1, ldr);
+            if (paired) {
+              *(unsigned*)o = kiln_pack(v0, v1);
+            } else {
+              o[0] = kiln_f32_to_word(v0);
+              o[1] = kiln_f32_to_word(v1);
+            }
+          } else {
+            o[0] = kiln_f32_to_word(v0);
+          }
+        }
+      }
+    }
+    kiln_cluster_sync();  // no block leaves while another reads its shared memory
+#endif
   }
 }
 )";
@@ -194,7 +281,9 @@ std::string gemm_wgmma_body(const GemmTemplateSpec& spec) {
 }
 
 size_t gemm_wgmma_shared_bytes(const GemmTemplateConfig& c) {
-  return size_t(c.stages) * size_t(c.bm + c.bn) * size_t(c.bk) * 2 + 1024 + 16 * size_t(c.stages);
+  // Stages, alignment slack, mbarriers, and with a cluster reduce the tile's fp32 partials.
+  return size_t(c.stages) * size_t(c.bm + c.bn) * size_t(c.bk) * 2 + 1024 + 16 * size_t(c.stages) +
+         (c.cluster_reduce ? size_t(c.bm) * size_t(c.bn) * 4 : 0);
 }
 
 }  // namespace kiln::backend::cuda
