@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <filesystem>
+
 #include "backend/cuda/cuda_gemm_route.h"
 #include "backend/cuda/device_probe.h"
 #include "gpu_checks.h"
@@ -100,6 +103,44 @@ TEST_F(CudaMatmul, GemmTemplateRouteMatchesTheCpu) {
           EXPECT_GE(backend::cuda::gemm_template_route_launches() - before, 4u) << n;
         }
       }
+}
+
+// The route builds its kernels when it runs, not when the session is prepared: the first run (nothing
+// stored) builds every config of every product, a second session on the same tuning store builds at most
+// the stored choice of each of the four products, and the outputs agree with the CPU.
+TEST_F(CudaMatmul, GemmTemplateRouteBuildsKernelsOnlyWhenItRuns) {
+  const backend::cuda::DeviceProbe probe = backend::cuda::probe_devices();
+  if (probe.devices.at(size_t(probe.device)).compute_major != 9) GTEST_SKIP() << "SKIPPED: the wgmma GEMM template needs sm_90a";
+  const Graph g = with_constant_weights(parse_graph(products(200)), 64);
+  Options options;
+  options.device = "cuda";
+  options.precision = "bf16";
+  options.cuda_gemm_templates = "auto";
+  options.cache_dir = (std::filesystem::temp_directory_path() /
+                       fmt::format("kiln-route-build-test-{}", std::chrono::steady_clock::now().time_since_epoch().count()))
+                          .string();
+  Session cpu = Session::from_graph(g, Mode::compiled, Options{}, {});
+  const std::map<std::string, Tensor> inputs = make_inputs(cpu.graph(), {}, 1);
+  const std::map<std::string, Tensor> want = cpu.run(inputs);
+  struct RemoveAfter {
+    std::string dir;
+    ~RemoveAfter() { std::filesystem::remove_all(dir); }
+  } remove_after{options.cache_dir};
+  for (int process = 0; process < 2; ++process) {
+    const uint64_t before = backend::cuda::gemm_template_route_kernels_built();
+    Session gpu = Session::from_graph(g, Mode::compiled, options, {});
+    EXPECT_EQ(backend::cuda::gemm_template_route_kernels_built(), before) << "prepared " << process;
+    for (int run = 0; run < 3; ++run) {  // launched (building), captured, replayed
+      const std::map<std::string, Tensor> got = gpu.run(inputs);
+      const uint64_t built = backend::cuda::gemm_template_route_kernels_built() - before;
+      if (process == 0)
+        EXPECT_GE(built, 4 * backend::cuda::hopper_gemm_template_configs().size() / 2) << "measured: most configs built";
+      else
+        EXPECT_LE(built, 4u) << "from the store: at most the choice of each product";
+      for (const char* out : {"y", "g", "t", "r"})
+        expect_matches_cpu(got.at(out), want.at(out), "bf16", fmt::format("session {} run {} output {}", process, run, out));
+    }
+  }
 }
 
 }  // namespace

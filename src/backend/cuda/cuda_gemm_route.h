@@ -24,42 +24,56 @@ namespace kiln::backend::cuda {
 
 class GemmTemplateRoute {
  public:
-  // `weight` the constant B on the host, [K,N] (or [N,K] with trans_b), in `dtype`; `bias` one f32 per
-  // output column or empty. Null where no template can run it: another dtype, a device without sm_90a,
-  // setting off, K not a multiple of 8 (the TMA's 16-byte rows), or no config that builds.
+  // For a constant B of `k` x `n` in `dtype` ([K,N], or [N,K] with trans_b); `bias` one f32 per output
+  // column or empty. Null where no template can run it: another dtype, a device without sm_90a, setting
+  // off, K not a multiple of 8 (the TMA's 16-byte rows), or no config whose shared memory the device gives.
+  // Nothing is compiled or copied here: a config's kernel is built when it is first measured or taken from
+  // the tuning store, and B's [N,K] copy (without trans_b) is made on the device when a template first
+  // needs it, so a product the library wins costs neither.
   static std::unique_ptr<GemmTemplateRoute> make(const CudaRuntime& runtime, const std::string& what, DType dtype,
-                                                 const Tensor& weight, bool trans_b, const std::vector<float>& bias,
-                                                 GemmTemplateEpilogue epilogue, const Options& options,
-                                                 ModuleCache& modules);
+                                                 int64_t k, int64_t n, bool trans_b, const std::vector<float>& bias,
+                                                 GemmTemplateEpilogue epilogue, const Options& options);
 
   // The template to run the product of m rows on (an index for run()), or -1: the library. `library`
-  // runs the library path into the given output (for timing and the check).
-  int choose(int64_t m, CUdeviceptr a, CUdeviceptr residual,
+  // runs the library path into the given output (for timing and the check). `b` is the constant B on
+  // the device, as make() described it.
+  int choose(int64_t m, CUdeviceptr a, CUdeviceptr b, CUdeviceptr residual,
              const std::function<void(CUdeviceptr out)>& library) const;
-  // out[m, N] = epilogue(A W) on the chosen template; A is [m, K] with rows of K elements.
-  void run(int choice, int64_t m, CUdeviceptr a, CUdeviceptr residual, CUdeviceptr out) const;
+  // out[m, N] = epilogue(A B) on the chosen template; A is [m, K] with rows of K elements.
+  void run(int choice, int64_t m, CUdeviceptr a, CUdeviceptr b, CUdeviceptr residual, CUdeviceptr out) const;
 
-  GemmTemplateRoute(const CudaRuntime& runtime, std::string what) : runtime_(runtime), what_(std::move(what)) {}
+  GemmTemplateRoute(const CudaRuntime& runtime, std::string what, const Options& options);
+  ~GemmTemplateRoute();
 
  private:
-  GemmTemplateArgs args(int64_t m, CUdeviceptr a, CUdeviceptr residual, CUdeviceptr out) const;  // no workspace
-  int measure(int64_t m, CUdeviceptr a, CUdeviceptr residual,
+  GemmTemplateArgs args(int64_t m, CUdeviceptr a, CUdeviceptr b_nk, CUdeviceptr residual, CUdeviceptr out) const;
+  int measure(int64_t m, CUdeviceptr a, CUdeviceptr b, CUdeviceptr residual,
               const std::function<void(CUdeviceptr out)>& library) const;
+  const GemmTemplateKernel& kernel(size_t i) const;  // built on first use
+  void build_all() const;                            // every config's kernel, compiled as one batch
+  CUdeviceptr weight_nk(CUdeviceptr b) const;        // B as [N,K]: b itself, or its copy
 
   const CudaRuntime& runtime_;
   std::string what_;
   DType dtype_ = DType::bf16;
   int64_t n_ = 0, k_ = 0;
+  bool trans_b_ = false;
   bool library_allowed_ = true;  // auto; `on` times the templates only
   bool debug_ = false;           // KILN_DEBUG=route: each choice and its times on stderr
-  Tensor weight_nk_;             // on the device: [N,K]
+  Options options_;              // of the compile: the cubin cache, NVRTC's settings
   Tensor bias_;                  // on the device: f32 [N], or none
-  std::vector<std::unique_ptr<GemmTemplateKernel>> kernels_;
-  mutable std::mutex mutex_;
-  mutable std::map<int64_t, int> choices_;  // per m
+  std::vector<GemmTemplateSpec> specs_;
+  std::unique_ptr<ModuleCache> modules_;  // outlives the compile: kernels are built at run time
+  mutable std::mutex mutex_;              // guards what follows
+  mutable std::vector<std::unique_ptr<GemmTemplateKernel>> kernels_;  // one per spec, null until built
+  mutable Tensor weight_nk_;                                          // B's [N,K] copy, once made
+  mutable std::map<int64_t, int> choices_;                            // per m
 };
 
 // Template launches since the process began (tests: a forced route really ran).
 uint64_t gemm_template_route_launches();
+// Template kernels the routes have built (compiled or loaded from the cache) since the process began
+// (tests: a prepare builds none, a stored choice builds only itself).
+uint64_t gemm_template_route_kernels_built();
 
 }  // namespace kiln::backend::cuda

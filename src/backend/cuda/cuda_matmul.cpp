@@ -72,7 +72,7 @@ class MatmulKernel final : public Kernel {
       if (bias.empty()) bias = b;
       else for (size_t i = 0; i < b.size(); ++i) bias[i] += b[i];
     }
-    if (modules) make_template_route(g, core, *group, options, *modules, bias);
+    if (modules) make_template_route(g, core, *group, options, bias);
     // In the output's dtype, as cuBLASLt adds it (bf16 / f16: one rounding of the f32 sum).
     if (!bias.empty()) {
       bias.resize(size_t(padded_n_ ? padded_n_ : n), 0.f);  // the padded columns' bias is never read
@@ -115,11 +115,11 @@ class MatmulKernel final : public Kernel {
     if (out.numel() == 0) return {out};
     if (template_ && p.k > 0) {
       const CUdeviceptr res = residual ? device_ptr(*residual) : 0;
-      const int choice = template_->choose(p.m, device_ptr(a), res, [&](CUdeviceptr scratch) {
+      const int choice = template_->choose(p.m, device_ptr(a), device_ptr(b), res, [&](CUdeviceptr scratch) {
         run_library(a, b, residual, p, out_dims, scratch);
       });
       if (choice >= 0) {
-        template_->run(choice, p.m, device_ptr(a), res, device_ptr(out));
+        template_->run(choice, p.m, device_ptr(a), device_ptr(b), res, device_ptr(out));
         return {out};
       }
     }
@@ -167,7 +167,7 @@ class MatmulKernel final : public Kernel {
   // The GEMM template route (cuda_gemm_route.h) where the template fuses this group's whole epilogue: a
   // 2-D constant weight, no scale, bias then GELU (erf) or ReLU then a residual, no other pointwise work.
   void make_template_route(const Graph& g, const Node& core, const LibraryGroup& group, const Options& options,
-                           ModuleCache& modules, const std::vector<float>& bias) {
+                           const std::vector<float>& bias) {
     using schedule::LibraryActivation;
     const Value& w = g.value(core.inputs.at(1));
     if (!w.constant || w.constant->rank() != 2 || padded_n_ || alpha_ != 1.f || trans_a_) return;
@@ -178,7 +178,9 @@ class MatmulKernel final : public Kernel {
     else if (group.act == LibraryActivation::relu) e.activation = GemmActivation::relu;
     else if (group.act != LibraryActivation::none) return;
     e.residual = residual_input_ >= 0;
-    template_ = GemmTemplateRoute::make(runtime_, what_, dtype_, *w.constant, trans_b_, bias, e, options, modules);
+    if (w.constant->dtype() != dtype_) return;
+    const int64_t k = w.constant->dim(trans_b_ ? 1 : 0), n = w.constant->dim(trans_b_ ? 0 : 1);
+    template_ = GemmTemplateRoute::make(runtime_, what_, dtype_, k, n, trans_b_, bias, e, options);
   }
 
   // The row-major problem for these operands; `out_dims` gets the output's shape.
