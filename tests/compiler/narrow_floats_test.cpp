@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <memory>
 #include <regex>
+#include <vector>
 
 #include "common/interpreter_backend.h"
 #include "compiler/compile.h"
@@ -82,6 +85,45 @@ TEST(NarrowFloats, ConstantsSaturateInsteadOfOverflowing) {
   EXPECT_TRUE(std::isfinite(cb.as_double(0)));
   EXPECT_LT(cb.as_double(0), -3.3e38);
   EXPECT_EQ(cb.as_double(1), 99840.0);  // the nearest bf16
+}
+
+// A weight large enough to be narrowed by several threads: every element as the one-element rule
+// gives it (clamped, then rounded), NaN, infinities, overflow and tiny values spread through it.
+TEST(NarrowFloats, ALargeWeightIsNarrowedElementByElement) {
+  const int64_t n = 300007;  // past the parallel threshold, no multiple of a thread count
+  std::vector<float> w(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const float special[] = {NAN, INFINITY, -INFINITY, 1e30f, -3e38f, 1e-30f, -0.0f};
+    w[size_t(i)] = i % 97 == 0 ? special[(i / 97) % 7] : std::sin(float(i)) * float(1 + i % 1000);
+  }
+  for (DType to : {DType::bf16, DType::f16}) {
+    Graph g = parse_graph(R"(graph g(%x: f32[300007]) -> (%y) {
+  const %w: f32[1] = [0]
+  %y = Add(%x, %w)
+}
+)");
+    // The weight put in place of the text's one number (300007 of them would be a long text).
+    Value& wv = g.value(*g.find_value("w"));
+    wv.constant = std::make_shared<const Tensor>(Tensor::from_vector<float>(DType::f32, {n}, w));
+    wv.type = TensorType{DType::f32, {Dim::fixed(n)}};
+    Options options;
+    infer_shapes(g, options);
+    narrow_floats(g, options, to);
+    const Tensor& c = *g.value(*g.find_value("w")).constant;
+    ASSERT_EQ(c.dtype(), to);
+    // The one-element rule, written again: finite values clamped into the type's range, then rounded.
+    const float max = to == DType::f16 ? 65504.0f : 3.38953139e38f;
+    const float min = to == DType::f16 ? 5.96046448e-08f : std::numeric_limits<float>::denorm_min();
+    int64_t differ = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      float v = w[size_t(i)];
+      if (std::isfinite(v) && std::fabs(v) > max) v = std::copysign(max, v);
+      else if (std::isfinite(v) && v != 0 && std::fabs(v) < min) v = std::copysign(min, v);
+      const uint16_t want = to == DType::bf16 ? float_to_bf16(v) : float_to_half(v);
+      differ += c.data<uint16_t>()[i] != want;
+    }
+    EXPECT_EQ(differ, 0) << dtype_name(to);
+  }
 }
 
 TEST(NarrowFloats, AnInputThatIsAlsoAnOutputLeavesAsItCame) {
