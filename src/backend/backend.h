@@ -41,6 +41,9 @@ struct Fusions {
   // Groups may hold f16 / bf16 values (kernels that compute them in f32); without it those nodes are
   // left to the node kernels, which widen them.
   bool half_floats = false;
+  // Only the generated row and pointwise kernels take f16 / bf16 values (the library calls and the
+  // attention kernels stay f32): the CPU, whose generated kernels widen halves at each load.
+  bool half_generated = false;
   // Attention chains become one group each (schedule/fuse_attention.h) for BackendCompile::attention_kernel.
   bool attention = false;
   // MatMuls that share their activation and have constant weights become one wide MatMul and a Split

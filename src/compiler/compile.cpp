@@ -98,6 +98,7 @@ Executable compile(Graph graph, const backend::Backend& backend, const Options& 
   if (fuse.attention) passes.run("fuse_attention", [&] { fuse_attention_calls(s); });
   if (fuse.library || fuse.rows) passes.run_text("route_softmax", "route", [&] { return route_softmax(s); });
   if (fuse.library) passes.run("fuse_library", [&] { fuse_library_calls(s); });
+  if (fuse.half_generated) s.unfusable.clear();  // the generated kernels below take half nodes
   if (fuse.rows) passes.run("fuse_rows", [&] { fuse_row_kernels(s); });
   if (fuse.pointwise) passes.run("fuse_pointwise", [&] { fuse_pointwise_kernels(s); });
   if (!s.generated.empty()) {

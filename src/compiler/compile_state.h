@@ -21,7 +21,9 @@ struct CompileState {
   std::vector<std::unique_ptr<backend::Kernel>> kernels;   // Step::kernel indexes these
   std::vector<backend::GeneratedGroup> generated;          // row and pointwise groups, compiled together
   std::vector<int32_t> generated_group;                    // their Graph::groups index
-  std::vector<char> unfusable;  // per node: no fusion pass may take it (f16 / bf16 without Fusions::half_floats)
+  // Per node: no fusion pass may take it (f16 / bf16 without Fusions::half_floats; with half_generated,
+  // only until the generated-kernel passes).
+  std::vector<char> unfusable;
 
   // Which nodes a fusion pass already took (their Node::group), or may not take (unfusable).
   std::vector<char> claimed() const;

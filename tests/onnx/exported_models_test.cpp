@@ -263,8 +263,9 @@ INSTANTIATE_TEST_SUITE_P(Exported, ExportedModels, ::testing::Combine(::testing:
                            return std::get<0>(info.param).label + "_" + mode_name(std::get<1>(info.param));
                          });
 
-// The issue asks that an fp16 graph get generated kernels in compiled mode; the CPU backend leaves
-// half-precision nodes to their eager kernels today.
+// An fp16 graph gets generated kernels in compiled mode: the CPU backend's pointwise and row kernels
+// widen f16 / bf16 at each load and round at each store (the library calls stay f32, so a MatMul in
+// f16 remains a node kernel).
 TEST(ExportedModelsKernels, Fp16BlockGetsGeneratedKernels) {
   Options opts;
   opts.threads = 2;
@@ -272,10 +273,8 @@ TEST(ExportedModelsKernels, Fp16BlockGetsGeneratedKernels) {
   const RunStats st = s.stats();
   std::cout << "[ kernels  ] fp16_block compiled: ops " << st.ops << ", kernels " << st.kernels << ", fused_kernels "
             << st.fused_kernels << ", library_kernels " << st.library_kernels << "\n";
-  if (st.fused_kernels == 0 && st.library_kernels == 0)
-    GTEST_SKIP() << "KNOWN GAP: compiled mode generates no kernels for the fp16 graph (" << st.kernels
-                 << " kernels, all eager node kernels): the CPU backend leaves f16 nodes to node kernels";
   EXPECT_GT(st.fused_kernels, 0);
+  EXPECT_LT(st.kernels, st.ops) << "no two ops share a kernel";
 }
 
 }  // namespace

@@ -192,7 +192,7 @@ std::string CpuBackend::device_key(const Options& options) const { return cpu::d
 
 Fusions CpuBackend::fusions(const Options&) const {
   if (reference_) return {};  // the oracle: every node on its plain fp64 loops
-  return Fusions{.library = true, .rows = true, .pointwise = true};
+  return Fusions{.library = true, .rows = true, .pointwise = true, .half_generated = true};
 }
 
 schedule::RoutingThresholds CpuBackend::routing_thresholds(const Options& options) const {

@@ -110,7 +110,7 @@ PointwiseSource emit_pointwise_cpp(const loops::PointwiseKernel& k, const Pointw
   const std::vector<Expr>& sizes = k.output.sizes;
   const size_t rank = sizes.size();
   std::vector<Expr> vars = loops::index_vars(k);
-  const std::string out_type = c_type(k.output.dtype);
+  const std::string out_type = storage_type(k.output.dtype);
 
   std::string code;
   code += kKernelExportPrelude;
@@ -118,6 +118,9 @@ PointwiseSource emit_pointwise_cpp(const loops::PointwiseKernel& k, const Pointw
   for (size_t j = 0; j < syms.size(); ++j) code += fmt::format("// syms[{}] = {}\n", j, syms[j].name());
   code += loops::cpp_index_prelude();
   code += scalar_prelude();
+  const bool half = is_half(k.output.dtype) || uses_half({k.body}) ||
+                    std::any_of(k.inputs.begin(), k.inputs.end(), [](const loops::TensorDesc& d) { return is_half(d.dtype); });
+  if (half) code += half_prelude();
   code += vector_math_prelude();
   code += fmt::format("\nKILN_EXPORT void {}(const void* const* inputs, void* output, const int64_t* syms) {{\n", k.name);
   if (std::any_of(sizes.begin(), sizes.end(), [](const Expr& d) { return d.is_const(0); })) {
@@ -132,8 +135,7 @@ PointwiseSource emit_pointwise_cpp(const loops::PointwiseKernel& k, const Pointw
   collect_inputs(k.body, used);
   for (int i : used) {
     DType dt = k.inputs[static_cast<size_t>(i)].dtype;
-    std::string t = dt == DType::boolean ? "uint8_t" : c_type(dt);  // bool read as bytes: see load_cpp
-    code += fmt::format("  const {0}* __restrict in{1} = static_cast<const {0}*>(inputs[{1}]);\n", t, i);
+    code += fmt::format("  const {0}* __restrict in{1} = static_cast<const {0}*>(inputs[{1}]);\n", storage_type(dt), i);
   }
   if (used.empty()) code += "  (void)inputs;\n";
   code += fmt::format("  {0}* __restrict out = static_cast<{0}*>(output);\n", out_type);
@@ -141,7 +143,7 @@ PointwiseSource emit_pointwise_cpp(const loops::PointwiseKernel& k, const Pointw
   if (rank == 0) {
     BodyEmitter body(print, "  ");
     std::string v = body.value(k.body);
-    code += body.lines() + fmt::format("  out[0] = {};\n}}\n", v);
+    code += body.lines() + fmt::format("  out[0] = {};\n}}\n", store_cpp(k.output.dtype, v));
     result.source = {k.name, std::move(code), {k.name}};
     return result;
   }
@@ -187,7 +189,7 @@ PointwiseSource emit_pointwise_cpp(const loops::PointwiseKernel& k, const Pointw
   code += "#pragma omp simd\n";
   code += fmt::format("    for (int64_t {0} = {1}; {0} < {2}; ++{0}) {{\n", inner_var.name(), begin, end);
   code += body.lines();
-  code += fmt::format("      out[{}] = {};\n", store_index, stored);
+  code += fmt::format("      out[{}] = {};\n", store_index, store_cpp(k.output.dtype, stored));
   code += "    }\n  }\n}\n";
   result.source = {k.name, std::move(code), {k.name}};
   return result;

@@ -115,11 +115,10 @@ struct Emission {
     std::string s;
     for (int i : e.used_inputs()) {
       DType t = k.inputs[static_cast<size_t>(i)].dtype;
-      s += fmt::format("  const {0}* __restrict in{1} = static_cast<const {0}*>(a.inputs[{1}]);\n",
-                       t == DType::boolean ? "uint8_t" : c_type(t), i);
+      s += fmt::format("  const {0}* __restrict in{1} = static_cast<const {0}*>(a.inputs[{1}]);\n", storage_type(t), i);
     }
     if (writes_output)
-      s += fmt::format("  {0}* __restrict out = static_cast<{0}*>(a.output);\n", c_type(k.output.dtype));
+      s += fmt::format("  {0}* __restrict out = static_cast<{0}*>(a.output);\n", storage_type(k.output.dtype));
     for (const std::string& name : e.used_syms())
       s += fmt::format("  const int64_t s{0} = a.syms[{0}];\n", sym_slot.at(name));
     s += "  [[maybe_unused]] const int64_t cols = a.cols;\n";
@@ -172,7 +171,7 @@ struct Emission {
     if (rows) {
       s += fmt::format("// Row o's output value.\nstatic inline void write_row(const Args& a, const int64_t o{}) {{\n",
                        result_params(k.reductions.size()));
-      s += prologue(e, true) + e.row_lines() + fmt::format("  out[o] = {};\n}}\n\n", v);
+      s += prologue(e, true) + e.row_lines() + fmt::format("  out[o] = {};\n}}\n\n", store_cpp(k.output.dtype, v));
       return s;
     }
     s += "// The output's columns [begin, end) of row o.\n";
@@ -180,7 +179,7 @@ struct Emission {
                      "const int64_t end{}) {{\n", result_params(k.reductions.size()));
     s += prologue(e, true) + e.row_lines();
     s += "#pragma omp simd\n  for (int64_t c = begin; c < end; ++c) {\n";
-    s += e.elem_lines() + fmt::format("    out[o * cols + c] = {};\n  }}\n}}\n\n", v);
+    s += e.elem_lines() + fmt::format("    out[o * cols + c] = {};\n  }}\n}}\n\n", store_cpp(k.output.dtype, v));
     return s;
   }
 
@@ -204,8 +203,8 @@ struct Emission {
     s += prologue(e, true) + e.row_lines();
     s += "  const int64_t c = t < 0 ? t + cols : t;\n";
     s += fmt::format("  if (c < 0 || c >= cols) {{  // out of range: no read\n    out[o] = {};\n    return;\n  }}\n",
-                     literal(NAN, k.output.dtype));
-    return s + e.elem_lines() + fmt::format("  out[o] = {};\n}}\n\n", v);
+                     store_cpp(k.output.dtype, literal(NAN, k.output.dtype)));
+    return s + e.elem_lines() + fmt::format("  out[o] = {};\n}}\n\n", store_cpp(k.output.dtype, v));
   }
 
   std::string call_args(size_t count, const char* pattern) const {
@@ -216,7 +215,8 @@ struct Emission {
 
   // reduce<r><lanes>: the lane count for this reduction's dtype with `bytes` of accumulators.
   std::string reduce_call(size_t r, int64_t bytes) const {
-    return fmt::format("reduce{}<{}>", r, bytes / static_cast<int64_t>(dtype_size(k.reductions[r].body.dtype())));
+    const DType t = k.reductions[r].body.dtype();  // accumulated as c_type(t): a half type in float
+    return fmt::format("reduce{}<{}>", r, bytes / static_cast<int64_t>(is_half(t) ? 4 : dtype_size(t)));
   }
 
   std::string per_row_path(const std::string& indent, int64_t bytes) const {
@@ -281,7 +281,8 @@ void choose_stash(Emission& em) {
     const ScalarExpr& b = em.k.reductions[r].body;
     // A plain load is as cheap to read again as the stored copy.
     bool computed = b.kind() != loops::ScalarKind::Load;
-    if (computed && b.dtype() == em.k.output.dtype && subtrees.count(b.node()) && !probe.row_level(b)) {
+    // A half output stores rounded values: reading them back would differ from the float it computed.
+    if (computed && !is_half(b.dtype()) && b.dtype() == em.k.output.dtype && subtrees.count(b.node()) && !probe.row_level(b)) {
       em.stash = static_cast<int>(r);
       em.stash_body = b;
       return;
@@ -332,6 +333,12 @@ RowSource emit_row_cpp(const RowKernel& k, const RowEmitOptions& options) {
     return result;
   }
   code += row_scalar_prelude();
+  std::vector<ScalarExpr> roots = {k.output_body};
+  for (const loops::RowReduction& r : k.reductions) roots.push_back(r.body);
+  if (k.gather_column) roots.push_back(*k.gather_column);
+  if (is_half(k.output.dtype) || uses_half(roots) ||
+      std::any_of(k.inputs.begin(), k.inputs.end(), [](const loops::TensorDesc& d) { return is_half(d.dtype); }))
+    code += half_prelude();
   code += vector_math_prelude();
 
   const Expr o = Expr::var("o", rows_extent);

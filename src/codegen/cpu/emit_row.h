@@ -27,14 +27,16 @@
 // are 13% faster with 16 lanes, rows of 768 12% slower). The lane count is a template argument of
 // each reduction function, picked at run time when cols is symbolic; results depend on it (the
 // order of additions), never on the thread count. Sums accumulate in the reduction's own dtype (f32 for f32: the lanes and the
-// pairwise combine keep the error near n / 64 + log2(64) roundings). Max and min propagate NaN.
+// pairwise combine keep the error near n / 64 + log2(64) roundings; f16 and bf16 in float, as every
+// half value is computed: widened at its load, rounded to nearest even at the store). Max and min
+// propagate NaN.
 // No fast-math: the kernels are compiled with IEEE semantics.
 //
 // Softmax's exp: when the output body contains a reduction's element value (exp(x - max) inside
 // exp(x - max) / sum), that reduction also stores the value into the output, and the later passes
 // (later reductions, the output) read it back instead of recomputing it (LayerNorm's x = a + b of a
 // fused residual Add is stored by the mean's pass). The stored value has the output's dtype, so
-// results are the same.
+// results are the same. (Not for a half output: its stored values are rounded, the float computed is not.)
 //
 // Zero sizes: no rows, or an elements output with no columns, touches nothing; a rows output with no
 // columns writes each row's identity result (sum 0, mean NaN, max -inf). The text depends only on

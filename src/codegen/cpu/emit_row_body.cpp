@@ -81,7 +81,7 @@ RowBodyEmitter::Operand RowBodyEmitter::emit_new(const ScalarExpr& e) {
   std::string text;
   bool row = true;
   if (loops::is_row_length(e)) {
-    text = fmt::format("static_cast<{}>(cols)", c_type(e.dtype()));
+    text = row_length_cpp(e.dtype());
   } else if (int r = loops::row_result_index(e); r >= 0) {
     return {fmt::format("r{}", r), true};  // a parameter of the function
   } else if (e.kind() == ScalarKind::Load) {

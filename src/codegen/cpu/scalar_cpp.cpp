@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
+#include <set>
 
 #include "support/error.h"
 
@@ -35,9 +36,71 @@ template <class T, class F> static inline T kiln_float_to_int(F x) {
 )";
 }
 
+namespace {
+const char* half_name(DType t) { return t == DType::bf16 ? "bf16" : "f16"; }
+}  // namespace
+
+std::string_view half_prelude() {
+  return R"(// f16 / bf16 words, computed in float: widened exactly, narrowed to nearest even (a NaN stays a quiet
+// NaN, overflow gives infinity), with the bits of kiln's host conversions (ir/tensor.cpp). Integer
+// arithmetic and selects only, no branches, so that loops of them vectorise (GCC 12 vectorises no
+// _Float16 conversion); no step produces a subnormal float, so a DAZ mode cannot change a result.
+static inline float kiln_bf16_to_f32(uint16_t h) { return __builtin_bit_cast(float, uint32_t(h) << 16); }
+static inline uint16_t kiln_f32_to_bf16(float f) {
+  const uint32_t x = __builtin_bit_cast(uint32_t, f);
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  return uint16_t((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded);
+}
+static inline float kiln_f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16, e = h & 0x7c00u, body = uint32_t(h & 0x7fffu) << 13;
+  const uint32_t sub = __builtin_bit_cast(uint32_t, float(int32_t(h & 0x3ffu)) * 0x1p-24f);  // exact
+  const uint32_t bits = e == 0x7c00u ? body | 0x7f800000u : e == 0 ? sub : body + 0x38000000u;
+  return __builtin_bit_cast(float, sign | bits);
+}
+static inline uint16_t kiln_f32_to_f16(float f) {
+  const uint32_t x = __builtin_bit_cast(uint32_t, f), a = x & 0x7fffffffu, sign = (x >> 16) & 0x8000u;
+  const uint32_t normal = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13;  // rebias, round to nearest even
+  // |f| < 2^-14: |f| * 2^24 (exact) rounded to an integer, to nearest even.
+  // (Of a smaller |f| only, so that the float-to-int conversion is always defined.)
+  const float small = __builtin_bit_cast(float, a < 0x38800000u ? a : 0u);
+  const uint32_t sub = uint32_t(int32_t(__builtin_rintf(small * 16777216.0f)));
+  const uint32_t bits = a > 0x7f800000u ? 0x7e00u : a >= 0x477ff000u ? 0x7c00u : a >= 0x38800000u ? normal : sub;
+  return uint16_t(sign | bits);
+}
+static inline float kiln_round_bf16(float x) { return kiln_bf16_to_f32(kiln_f32_to_bf16(x)); }
+static inline float kiln_round_f16(float x) { return kiln_f16_to_f32(kiln_f32_to_f16(x)); }
+// A double to float rounded to odd (towards zero, the last bit set when inexact): a later rounding to
+// nearest even at 22 bits or fewer (f16, bf16) then rounds the double itself, once, as kiln's Cast
+// does; through float's own rounding it could round twice.
+static inline float kiln_f64_to_f32_odd(double d) {
+  const float f = float(d);
+  if (d != d || double(f) == d) return f;  // NaN, or exact (infinities included)
+  uint32_t b = __builtin_bit_cast(uint32_t, f);
+  if (std::fabs(double(f)) > std::fabs(d)) b -= 1u;  // rounded away from zero: its neighbour towards zero
+  return __builtin_bit_cast(float, b | 1u);
+}
+)";
+}
+
+bool uses_half(const std::vector<ScalarExpr>& roots) {
+  std::vector<const loops::ScalarNode*> stack;
+  for (const ScalarExpr& r : roots) stack.push_back(r.node());
+  std::set<const loops::ScalarNode*> seen;
+  while (!stack.empty()) {
+    const loops::ScalarNode* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (is_half(n->dtype)) return true;
+    for (const ScalarExpr& o : n->ops) stack.push_back(o.node());
+  }
+  return false;
+}
+
 std::string c_type(DType t) {
   switch (t) {
-    case DType::f32: return "float";
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return "float";
     case DType::f64: return "double";
     case DType::i32: return "int32_t";
     case DType::i64: return "int64_t";
@@ -46,9 +109,14 @@ std::string c_type(DType t) {
   }
 }
 
+std::string storage_type(DType t) {
+  if (is_half(t)) return "uint16_t";
+  return t == DType::boolean ? "uint8_t" : c_type(t);
+}
+
 std::string literal(double v, DType t) {
-  if (t == DType::f32 || t == DType::f64) {
-    bool f32 = t == DType::f32;
+  if (is_float(t)) {
+    bool f32 = t != DType::f64;  // a half constant holds a half value, printed as a float
     if (std::isnan(v)) return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
     if (std::isinf(v)) return std::string(v < 0 ? "(-" : "(") + (f32 ? "__builtin_inff()" : "__builtin_inf()") + ")";
     char buf[64];
@@ -110,7 +178,7 @@ std::string binary_cpp(const ScalarExpr& e, const std::string& a, const std::str
       // f32 x^3 (GPT-2's tanh GELU) in double: x * x is exact there and the one rounding of the product
       // then the float rounding stay within powf's error; specials (NaN, +-inf, -0, overflow to inf,
       // subnormal results) come out as pow's. std::pow is a scalar call that stops the loop vectorising.
-      if (t == DType::f32 && exponent.kind() == ScalarKind::Constant && exponent.constant_value() == 3.0)
+      if (t != DType::f64 && exponent.kind() == ScalarKind::Constant && exponent.constant_value() == 3.0)
         return fmt::format("static_cast<float>(static_cast<double>({0}) * static_cast<double>({0}) * "
                            "static_cast<double>({0}))",
                            a);
@@ -127,6 +195,19 @@ std::string binary_cpp(const ScalarExpr& e, const std::string& a, const std::str
   internal_error("scalar emitter: unknown binary op");
 }
 
+std::string cast_cpp(DType from, DType to, const std::string& x) {
+  if (is_float(from) && is_integer(to)) return fmt::format("kiln_float_to_int<{}>({})", c_type(to), x);
+  // To a half type: rounded once. From f32, a half type or bool the value is exact as a float; from f64,
+  // i32 and i64 through the double (exact but for an i64 beyond 2^53) rounded to odd. From a half type
+  // to f32 nothing rounds.
+  if (is_half(to) && from != to) {
+    if (from == DType::f32 || is_half(from) || from == DType::boolean)
+      return fmt::format("kiln_round_{}(static_cast<float>({}))", half_name(to), x);
+    return fmt::format("kiln_round_{}(kiln_f64_to_f32_odd(static_cast<double>({})))", half_name(to), x);
+  }
+  return fmt::format("static_cast<{}>({})", c_type(to), x);
+}
+
 }  // namespace
 
 std::string operation_cpp(const ScalarExpr& e, const std::vector<std::string>& a) {
@@ -134,18 +215,22 @@ std::string operation_cpp(const ScalarExpr& e, const std::vector<std::string>& a
     case ScalarKind::Unary: return unary_cpp(e.unary_op(), e.operands()[0].dtype(), a[0]);
     case ScalarKind::Binary: return binary_cpp(e, a[0], a[1]);
     case ScalarKind::Where: return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
-    case ScalarKind::Cast:
-      if (is_float(e.operands()[0].dtype()) && is_integer(e.dtype()))
-        return fmt::format("kiln_float_to_int<{}>({})", c_type(e.dtype()), a[0]);
-      return fmt::format("static_cast<{}>({})", c_type(e.dtype()), a[0]);
+    case ScalarKind::Cast: return cast_cpp(e.operands()[0].dtype(), e.dtype(), a[0]);
     case ScalarKind::Load:
     case ScalarKind::Constant: break;
   }
   internal_error("scalar emitter: {} is not an operation", loops::to_string(e));
 }
 
+std::string row_length_cpp(DType t) { return cast_cpp(DType::i64, t, "cols"); }
+
 std::string load_cpp(int input, DType dtype, const std::string& index) {
+  if (is_half(dtype)) return fmt::format("kiln_{}_to_f32(in{}[{}])", half_name(dtype), input, index);
   return dtype == DType::boolean ? fmt::format("(in{}[{}] != 0)", input, index) : fmt::format("in{}[{}]", input, index);
+}
+
+std::string store_cpp(DType dtype, const std::string& value) {
+  return is_half(dtype) ? fmt::format("kiln_f32_to_{}({})", half_name(dtype), value) : value;
 }
 
 }  // namespace kiln::codegen::cpu

@@ -15,8 +15,16 @@ namespace kiln::codegen::cpu {
 
 // Helper templates every kernel includes (kiln_max_nan, kiln_wrap_add, kiln_int_div, ...).
 std::string_view scalar_prelude();
+// The f16 / bf16 conversions (kiln_f16_to_f32, kiln_f32_to_bf16, kiln_round_f16, ...), which only a
+// kernel that touches a half value includes (so that f32 kernels keep their text, and their cache keys).
+std::string_view half_prelude();
+// Whether any node of these trees has a half dtype.
+bool uses_half(const std::vector<loops::ScalarExpr>& roots);
 
+// The type a value is computed in: float for f16 and bf16 (storage types, widened at each load).
 std::string c_type(DType t);
+// The type of a kernel's input and output elements: uint16_t words for f16 / bf16, uint8_t for bool.
+std::string storage_type(DType t);
 // Exact and locale-independent: hex floats for finite values, builtins for NaN and infinities.
 std::string literal(double v, DType t);
 
@@ -26,5 +34,9 @@ std::string operation_cpp(const loops::ScalarExpr& e, const std::vector<std::str
 // A load of input `input` at `index`. bool data is read as bytes: GCC 12 does not vectorise loads of
 // `bool` (an 8-bit mask type to it).
 std::string load_cpp(int input, DType dtype, const std::string& index);
+// The stored form of `value` (computed as c_type(dtype)): a half type narrowed, others as they are.
+std::string store_cpp(DType dtype, const std::string& value);
+// The row length `cols` (an int64_t) as a value of dtype t (a Cast from i64).
+std::string row_length_cpp(DType t);
 
 }  // namespace kiln::codegen::cpu

@@ -88,5 +88,15 @@ struct RowReport {
 // then loops over rows), each compared with the reference and checked for writes past the output.
 RowReport run_row_case(const RowCase& c, const BuiltRowCase& built, const codegen::cuda::CudaRowLaunch& launch,
                        const std::vector<Sizes>& sizes, const RowKernelRunner& run);
+// The same for any backend: how many partial sums a row's reduction keeps (its tree's width, which
+// sets the tolerance: a GPU's threads per row, a CPU kernel's lanes), the grid (passed to the runner)
+// and how to name it in messages.
+struct RowOrder {
+  int threads_per_row = 32;
+  std::function<int64_t(int64_t rows, int64_t cols)> blocks;
+  std::string label;
+};
+RowReport run_row_case(const RowCase& c, const BuiltRowCase& built, const RowOrder& order,
+                       const std::vector<Sizes>& sizes, const RowKernelRunner& run);
 
 }  // namespace kiln::backend::cuda::testing

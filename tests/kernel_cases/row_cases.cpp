@@ -375,6 +375,15 @@ const std::vector<RowVariant>& row_variants() {
 
 RowReport run_row_case(const RowCase& c, const BuiltRowCase& built, const codegen::cuda::CudaRowLaunch& launch,
                        const std::vector<Sizes>& sizes, const RowKernelRunner& run) {
+  return run_row_case(c, built, RowOrder{launch.threads_per_row(), [&launch](int64_t rows, int64_t cols) {
+                                           return launch.blocks(rows, cols);
+                                         }, fmt::format("blocks of {}, {} rows a block", launch.threads_per_block,
+                                                        launch.rows_per_block)},
+                      sizes, run);
+}
+
+RowReport run_row_case(const RowCase& c, const BuiltRowCase& built, const RowOrder& order,
+                       const std::vector<Sizes>& sizes, const RowKernelRunner& run) {
   RowReport report;
   const loops::RowKernel& k = built.group.kernel;
   for (const Sizes& s : sizes) {
@@ -416,13 +425,12 @@ RowReport run_row_case(const RowCase& c, const BuiltRowCase& built, const codege
     std::vector<int64_t> symbols;
     for (const schedule::SymbolSource& src : built.group.symbols) symbols.push_back(inputs.at(size_t(src.input)).dim(src.dim));
     const DType accumulator = k.reductions.empty() ? k.output.dtype : k.reductions[0].body.dtype();
-    const RowTolerance tol = row_tolerance(c, accumulator, k.output.dtype, cols, launch.threads_per_row());
+    const RowTolerance tol = row_tolerance(c, accumulator, k.output.dtype, cols, order.threads_per_row);
     report.half_output = is_half(k.output.dtype);
-    std::vector<int64_t> grids = {launch.blocks(rows, cols)};
+    std::vector<int64_t> grids = {order.blocks(rows, cols)};
     if (rows > 2) grids.push_back(2);
     for (int64_t blocks : grids) {
-      const std::string where = fmt::format("{} ({} rows x {} cols, {} blocks of {}, {} rows a block)", c.name, rows,
-                                            cols, blocks, launch.threads_per_block, launch.rows_per_block);
+      const std::string where = fmt::format("{} ({} rows x {} cols, {} {})", c.name, rows, cols, blocks, order.label);
       const KernelRun got = run(inputs, symbols, rows, cols, k.output.dtype, want.shape(), blocks);
       if (!got.guard_intact) report.failures.push_back(where + ": wrote past the output");
       if (got.output.numel() != want.numel()) {
