@@ -32,6 +32,12 @@ bool fold_node(Graph& g, Node& n, const Options& options);
 // scales and roi) stay f32.
 void narrow_floats(Graph& g, const Options& options, DType to);
 
+// For a backend whose library calls compute in f32 (the CPU): every MatMul, Gemm, Conv and
+// ConvTranspose of f16 / bf16 data reads f32 operands (constants converted once, other values through
+// a Cast) and writes f32 that a Cast rounds back to the half type (widen_half_products.cpp). Returns
+// the number of products rewritten.
+int widen_half_products(Graph& g, const Options& options);
+
 // MatMuls that read one activation with constant 2-D weights of one dtype and K (each maybe with the
 // Add of a constant 1-D bias) become one MatMul, one bias Add and a Split along the last axis that
 // makes the values they made (merge_sibling_matmuls.cpp). Returns the number of merged sets.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 #include <iostream>
@@ -80,6 +81,69 @@ TEST(CpuHalfKernels, PointwiseCasesMatchTheFp64Reference) {
         });
     for (const std::string& failure : report.failures) ADD_FAILURE() << "CPU: " << failure;
     std::cout << c.name << " on the CPU: " << c.tolerance.why << "; " << report.summary() << "\n";
+  }
+}
+
+// A generated Cast kernel of n elements from `from` to `to`, compiled.
+CompiledKernel cast_kernel(const std::string& name, DType from, DType to, int64_t n, const test_common::TempDir& dir) {
+  loops::PointwiseKernel k;
+  k.name = name;
+  k.inputs = {{from, {loops::Expr(n)}}};
+  k.output = {to, {loops::Expr(n)}};
+  k.body = loops::cast(to, loops::load_broadcast(k, 0));
+  return std::move(codegen::cpu::compile_kernels({codegen::cpu::emit_pointwise_cpp(k).source}, cache_options(dir))[0]);
+}
+
+uint32_t bits(float f) { return __builtin_bit_cast(uint32_t, f); }
+
+// The generated kernels' conversions give the bits of kiln's host conversions (ir/tensor.cpp): every
+// f16 and bf16 pattern widened; narrowed, every half value, the midpoints between neighbours (ties to
+// even), one float ulp either side of them, the overflow threshold's neighbourhood, subnormal floats,
+// infinities and NaNs.
+TEST(CpuHalfKernels, ConversionsGiveTheHostConversionsBits) {
+  test_common::TempDir dir("kiln-cpu-half-casts");
+  std::vector<uint16_t> patterns(65536);
+  for (uint32_t i = 0; i < 65536; ++i) patterns[i] = static_cast<uint16_t>(i);
+  for (DType half : {DType::f16, DType::bf16}) {
+    const bool f16 = half == DType::f16;
+    auto widen = [f16](uint16_t h) { return f16 ? half_to_float(h) : bf16_to_float(h); };
+    auto narrow = [f16](float f) { return f16 ? float_to_half(f) : float_to_bf16(f); };
+    const std::string t(dtype_name(half));
+    Tensor in = Tensor::empty(half, {65536});
+    std::memcpy(in.raw(), patterns.data(), in.nbytes());
+    const CompiledKernel up = cast_kernel("widen_" + t, half, DType::f32, 65536, dir);
+    std::vector<float> wide(65536);
+    const std::vector<const void*> up_in = {in.raw()};
+    reinterpret_cast<void (*)(const void* const*, void*, const int64_t*)>(up.entry("widen_" + t))(up_in.data(), wide.data(), nullptr);
+    int wrong = 0;
+    for (uint32_t i = 0; i < 65536; ++i) wrong += bits(wide[i]) != bits(widen(patterns[i]));
+    EXPECT_EQ(wrong, 0) << t << " patterns widened differently from half_to_float / bf16_to_float";
+
+    std::vector<float> probes;
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const float a = widen(static_cast<uint16_t>(i)), b = widen(static_cast<uint16_t>(i + 1));
+      probes.push_back(a);
+      if (std::isfinite(a) && std::isfinite(b) && std::signbit(a) == std::signbit(b) && (i & 0x7fffu) != 0x7fffu) {
+        const float mid = static_cast<float>((static_cast<double>(a) + b) / 2);  // exact in f32
+        probes.insert(probes.end(), {mid, std::nextafter(mid, -INFINITY), std::nextafter(mid, INFINITY)});
+      }
+    }
+    for (float f : {65504.0f, 65519.99f, 65520.0f, 65536.0f, 3.3895314e38f, 1e-45f, 1e-40f, 5.9604645e-8f, 2.9802322e-8f,
+                    2.9802326e-8f, INFINITY, -INFINITY, NAN, -NAN})
+      probes.insert(probes.end(), {f, -f});
+    const int64_t n = static_cast<int64_t>(probes.size());
+    const CompiledKernel down = cast_kernel("narrow_" + t, DType::f32, half, n, dir);
+    std::vector<uint16_t> narrowed(static_cast<size_t>(n));
+    const std::vector<const void*> down_in = {probes.data()};
+    reinterpret_cast<void (*)(const void* const*, void*, const int64_t*)>(down.entry("narrow_" + t))(down_in.data(), narrowed.data(), nullptr);
+    wrong = 0;
+    std::string first;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t want = narrow(probes[size_t(i)]);
+      if (narrowed[size_t(i)] != want && wrong++ == 0)
+        first = fmt::format("{:a} -> {:#06x}, want {:#06x}", probes[size_t(i)], narrowed[size_t(i)], want);
+    }
+    EXPECT_EQ(wrong, 0) << t << ": " << n << " floats narrowed, first difference " << first;
   }
 }
 

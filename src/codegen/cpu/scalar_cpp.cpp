@@ -51,11 +51,13 @@ static inline uint16_t kiln_f32_to_bf16(float f) {
   const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
   return uint16_t((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded);
 }
-static inline float kiln_f16_to_f32(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16, e = h & 0x7c00u, body = uint32_t(h & 0x7fffu) << 13;
+static inline float kiln_f16_to_f32(uint16_t h16) {
+  const uint32_t h = h16, e = h & 0x7c00u, body = (h & 0x7fffu) << 13;
+  const uint32_t normal = body + (e == 0x7c00u ? 0x70000000u : 0x38000000u);  // rebias; infinity and NaN
   const uint32_t sub = __builtin_bit_cast(uint32_t, float(int32_t(h & 0x3ffu)) * 0x1p-24f);  // exact
-  const uint32_t bits = e == 0x7c00u ? body | 0x7f800000u : e == 0 ? sub : body + 0x38000000u;
-  return __builtin_bit_cast(float, sign | bits);
+  // A mask, not a select: GCC 12 does not vectorise a select between these two.
+  const uint32_t is_sub = 0u - uint32_t(e == 0);  // a zero or subnormal half
+  return __builtin_bit_cast(float, ((h & 0x8000u) << 16) | (sub & is_sub) | (normal & ~is_sub));
 }
 static inline uint16_t kiln_f32_to_f16(float f) {
   const uint32_t x = __builtin_bit_cast(uint32_t, f), a = x & 0x7fffffffu, sign = (x >> 16) & 0x8000u;
