@@ -21,7 +21,6 @@
 #include "codegen/cuda/scalar_cuda.h"
 #include "common/temp_dir.h"
 #include "row_cases.h"
-#include "support/error.h"
 
 namespace kiln::backend::cuda::testing {
 namespace {
@@ -209,63 +208,6 @@ TEST_F(CudaRowEmulation, EveryCaseMatchesTheFp64Reference) {
       std::cout << src.name << " emulated on the host: " << report.summary() << "\n";
     }
   }
-}
-
-TEST(CudaRowLaunchSpread, FewRowsTakeFewerWarpsABlock) {
-  using codegen::cuda::CudaRowLaunch;
-  const CudaRowLaunch warp8{256, 8};
-  EXPECT_EQ(warp8.spread(128, 132).threads_per_block, 32);  // bert's LayerNorm on an H100: 128 blocks of one warp
-  EXPECT_EQ(warp8.spread(128, 132).blocks(128, 768), 128);
-  EXPECT_EQ(warp8.spread(300, 132).rows_per_block, 3);      // ceil(300 / 132) warps a block
-  EXPECT_EQ(warp8.spread(300, 132).blocks(300, 768), 100);
-  EXPECT_EQ(warp8.spread(100000, 132).threads_per_block, 256);  // many rows: as compiled
-  EXPECT_EQ(warp8.spread(0, 132).blocks(0, 768), 0);
-  const CudaRowLaunch block{256, 1};  // a block per row: its threads share each row, nothing to spread
-  EXPECT_EQ(block.spread(5, 132).threads_per_block, 256);
-  EXPECT_THROW(warp8.spread(5, 0), InternalError);
-}
-
-// A warp-per-row kernel launched with fewer warps a block (as CudaRowLaunch::spread does for few rows)
-// gives the same bits as with the warps it was compiled for.
-TEST_F(CudaRowEmulation, SpreadLaunchesGiveTheSameBits) {
-  int warp_kernels = 0;
-  for (const RowCase& c : row_cases()) {
-    const BuiltRowCase built = build_row_case(c);
-    for (const RowVariant& variant : row_variants()) {
-      const CudaRowSource src = emulated_source(c, variant);
-      if (src.launch.rows_per_block <= 1) continue;
-      ++warp_kernels;
-      auto* kernel = reinterpret_cast<EmulatedKernel*>(::dlsym(handle_, ("emulate_" + src.name).c_str()));
-      ASSERT_NE(kernel, nullptr) << src.name;
-      std::vector<Tensor> outputs[2];
-      for (int spread = 0; spread < 2; ++spread) {
-        bool diverged = false;
-        const codegen::cuda::CudaRowLaunch launch = src.launch;
-        // One multiprocessor per row: every block of one warp; the plain launch: the compiled warps.
-        const RowOrder order{32,
-                             [&](int64_t rows, int64_t cols) {
-                               return (spread ? launch.spread(rows, 1 << 30) : launch).blocks(rows, cols);
-                             },
-                             spread ? "blocks of one warp" : "blocks as compiled"};
-        const RowReport report = run_row_case(
-            c, built, order, c.sizes,
-            [&](const std::vector<Tensor>& inputs, const std::vector<int64_t>& symbols, int64_t rows, int64_t cols,
-                DType dtype, const std::vector<int64_t>& shape, int64_t blocks) {
-              const int threads = (spread ? launch.spread(rows, 1 << 30) : launch).threads_per_block;
-              KernelRun run = run_on_host(kernel, threads, inputs, symbols, rows, cols, dtype, shape, blocks, &diverged);
-              outputs[spread].push_back(run.output);
-              return run;
-            });
-        EXPECT_FALSE(diverged) << src.name;
-        for (const std::string& failure : report.failures) ADD_FAILURE() << failure;
-      }
-      ASSERT_EQ(outputs[0].size(), outputs[1].size()) << src.name;
-      for (size_t i = 0; i < outputs[0].size(); ++i)
-        EXPECT_EQ(0, std::memcmp(outputs[0][i].raw(), outputs[1][i].raw(), outputs[0][i].nbytes()))
-            << src.name << ": run " << i << " differs with blocks of one warp";
-    }
-  }
-  EXPECT_GT(warp_kernels, 10);
 }
 
 }  // namespace

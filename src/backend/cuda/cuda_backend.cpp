@@ -40,8 +40,7 @@ class CudaCompile final : public BackendCompile {
                    units.size(), batch.compiled, batch.compile_seconds);
     for (size_t k = 0; k < groups.size(); ++k) {
       modules_.add(units[k].name, batch.cubins[k]);
-      kernels.push_back(make_generated_kernel(runtime_, g, groups[k], sources[k], modules_.get(units[k].name, units[k].code),
-                                              options_.cuda_row_spread));
+      kernels.push_back(make_generated_kernel(runtime_, g, groups[k], sources[k], modules_.get(units[k].name, units[k].code)));
     }
     return kernels;
   }

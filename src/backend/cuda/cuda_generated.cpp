@@ -17,10 +17,9 @@ namespace {
 class GeneratedCudaKernel final : public Kernel {
  public:
   GeneratedCudaKernel(const CudaRuntime& runtime, const Graph& g, const GeneratedGroup& group,
-                      const GeneratedSource& source, const Module& module, bool spread_rows)
+                      const GeneratedSource& source, const Module& module)
       : runtime_(runtime),
         source_(source),
-        spread_rows_(spread_rows),
         function_(module.function(source.name)),
         shapes_(g, group, source.name, symbol_names(group)) {
     if (const auto* row = std::get_if<loops::RowKernel>(&group.kernel)) {
@@ -44,14 +43,10 @@ class GeneratedCudaKernel final : public Kernel {
     pointers.push_back(device_ptr(out));
     std::vector<long long> counts;
     int64_t blocks;
-    int threads = source_.threads_per_block;
     if (source_.row) {
       const int64_t rows = product(row_sizes_, by_name), cols = product(col_sizes_, by_name);
       counts = {rows, cols};
-      codegen::cuda::CudaRowLaunch row_launch{source_.threads_per_block, source_.rows_per_block};
-      if (spread_rows_) row_launch = row_launch.spread(rows, runtime_.info().sm_count);
-      blocks = row_launch.blocks(rows, cols);
-      threads = row_launch.threads_per_block;
+      blocks = codegen::cuda::CudaRowLaunch{source_.threads_per_block, source_.rows_per_block}.blocks(rows, cols);
     } else {
       const int64_t n = out.numel();
       counts = {n};
@@ -64,7 +59,7 @@ class GeneratedCudaKernel final : public Kernel {
     for (long long& c : counts) parameters.push_back(&c);
     LaunchConfig config;
     config.grid.x = static_cast<unsigned>(blocks);
-    config.block.x = static_cast<unsigned>(threads);
+    config.block.x = static_cast<unsigned>(source_.threads_per_block);
     config.waits_for_prior_grids = true;  // emit_pointwise_cuda / emit_row_cuda start with the prologue
     launch_kernel(runtime_.cuda_stream(), function_, config, parameters);
     return {out};
@@ -88,7 +83,6 @@ class GeneratedCudaKernel final : public Kernel {
 
   const CudaRuntime& runtime_;
   GeneratedSource source_;
-  bool spread_rows_;  // setting cuda_row_spread
   Function function_;
   GroupShapes shapes_;
   std::vector<loops::Expr> row_sizes_, col_sizes_;
@@ -122,8 +116,8 @@ GeneratedSource emit_generated_cuda(const GeneratedGroup& group) {
 }
 
 std::unique_ptr<Kernel> make_generated_kernel(const CudaRuntime& runtime, const Graph& g, const GeneratedGroup& group,
-                                              const GeneratedSource& source, const Module& module, bool spread_rows) {
-  return std::make_unique<GeneratedCudaKernel>(runtime, g, group, source, module, spread_rows);
+                                              const GeneratedSource& source, const Module& module) {
+  return std::make_unique<GeneratedCudaKernel>(runtime, g, group, source, module);
 }
 
 }  // namespace kiln::backend::cuda

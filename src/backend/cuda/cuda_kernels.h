@@ -32,10 +32,9 @@ struct GeneratedSource {
 };
 GeneratedSource emit_generated_cuda(const GeneratedGroup& group);
 
-// The kernel of a generated group, from its loaded module. spread_rows: a warp-per-row kernel launches
-// with fewer warps a block where it has few rows (CudaRowLaunch::spread; setting cuda_row_spread).
+// The kernel of a generated group, from its loaded module.
 std::unique_ptr<Kernel> make_generated_kernel(const CudaRuntime& runtime, const Graph& g, const GeneratedGroup& group,
-                                              const GeneratedSource& source, const Module& module, bool spread_rows);
+                                              const GeneratedSource& source, const Module& module);
 
 // The modules of one compile: a unit compiled (through the cubin cache) and loaded once, however many
 // groups share its code (every layer's GELU epilogue).

@@ -28,13 +28,6 @@ int64_t CudaRowLaunch::blocks(int64_t rows, int64_t cols) const {
   return std::min(rows / rows_per_block + (rows % rows_per_block != 0), kMaxBlocks);
 }
 
-CudaRowLaunch CudaRowLaunch::spread(int64_t rows, int sms) const {
-  KILN_INTERNAL_CHECK(rows >= 0 && sms > 0, "CUDA row launch: {} rows spread over {} multiprocessors", rows, sms);
-  if (rows_per_block <= 1) return *this;
-  const int64_t warps = std::clamp<int64_t>(rows / sms + (rows % sms != 0), 1, rows_per_block);
-  return {static_cast<int>(warps) * 32, static_cast<int>(warps)};
-}
-
 std::string_view cuda_row_preamble() {
   return R"(#ifndef KILN_CUDA_ROW_PREAMBLE
 #define KILN_CUDA_ROW_PREAMBLE

@@ -70,11 +70,6 @@ struct CudaRowLaunch {
   int64_t blocks(int64_t rows, int64_t cols) const;
   // The threads that reduce one row: their count fixes the order of a row's additions.
   int threads_per_row() const { return rows_per_block == 1 ? threads_per_block : 32; }
-  // This warp-per-row launch (rows_per_block > 1) for `rows` on a GPU of `sms` multiprocessors: fewer
-  // warps a block (at least one) where its rows would fill fewer blocks than there are multiprocessors,
-  // so that few rows spread over more of them. The kernel reads its warps from blockDim, a row is one
-  // warp's either way, so the results are the same. A block-per-row launch is returned as it is.
-  CudaRowLaunch spread(int64_t rows, int sms) const;
 };
 
 struct CudaRowSource {
