@@ -91,7 +91,11 @@ Executable compile(Graph graph, const backend::Backend& backend, const Options& 
     passes.run("narrow_floats", [&] { narrow_floats(g, options, narrow_to); });
   }
   // The CPU's products of a half graph on its f32 library (the Casts around them join generated kernels).
-  if (fuse.half_generated && !fuse.half_floats) passes.run("widen_half_products", [&] { widen_half_products(g, options); });
+  if (fuse.half_generated && !fuse.half_floats) {
+    const std::vector<char> half = half_nodes(g);  // an f32 graph has no such step (nor its dump)
+    if (std::find(half.begin(), half.end(), 1) != half.end())
+      passes.run("widen_half_products", [&] { widen_half_products(g, options); });
+  }
   if (mode == Mode::compiled) passes.run("decompose", [&] { decompose_graph(g, options); });
   if (fuse.gemm_as_matmul) passes.run("gemm_as_matmul", [&] { gemm_as_matmul(g); });
   if (fuse.sibling_matmuls) passes.run("merge_sibling_matmuls", [&] { merge_sibling_matmuls(g); });

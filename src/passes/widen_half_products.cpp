@@ -8,7 +8,7 @@
 #include <map>
 
 #include "kiln/graph.h"
-#include "ops/elementwise/elementwise.h"
+#include "kiln/tensor.h"
 #include "passes/passes.h"
 
 namespace kiln {
@@ -16,6 +16,16 @@ namespace {
 
 bool is_product(OpKind op) {
   return op == OpKind::MatMul || op == OpKind::Gemm || op == OpKind::Conv || op == OpKind::ConvTranspose;
+}
+
+// A half constant as f32 (exact: every half value is a float).
+Tensor widen_tensor(const Tensor& t) {
+  Tensor out = Tensor::empty(DType::f32, t.shape());
+  const uint16_t* src = t.data<uint16_t>();
+  float* dst = out.data<float>();
+  const bool bf16 = t.dtype() == DType::bf16;
+  for (int64_t i = 0; i < t.numel(); ++i) dst[i] = bf16 ? bf16_to_float(src[i]) : half_to_float(src[i]);
+  return out;
 }
 
 Node cast_node(ValueId from, ValueId to, DType dtype, std::string name) {
@@ -51,7 +61,7 @@ int widen_half_products(Graph& g, const Options& options) {
         const std::string name = value.name + "_f32";
         ValueId w;
         if (value.constant) {
-          w = g.add_constant(name, elementwise::convert_elements(*value.constant, DType::f32, true));
+          w = g.add_constant(name, widen_tensor(*value.constant));
         } else {
           w = g.add_value(name, TensorType{DType::f32, value.type.shape});
           nodes.push_back(cast_node(v, w, DType::f32, name));
