@@ -17,6 +17,7 @@ namespace onnx {
 class AttributeProto;
 class GraphProto;
 class NodeProto;
+class ValueInfoProto;
 }
 
 namespace kiln {
@@ -105,6 +106,26 @@ inline constexpr int kMaxSubgraphDepth = 16;
 // subgraphs included, in first-use order (subgraph_scope.cpp). `what` names it in messages; `depth` is
 // its nesting level (1 for a branch of a top-level node).
 std::vector<std::string> outer_names(const ::onnx::GraphProto& g, const std::string& what, int depth);
+
+// A declared type from a ValueInfoProto (subgraph_nodes.cpp, as the rest of this block). `fresh_prefix`
+// names dims that have neither a value nor a parameter ("_in0" -> "_in0_1"). Returns nullopt when the
+// declaration says nothing usable and `required` is false.
+std::optional<TensorType> declared_type(const ::onnx::ValueInfoProto& vi, const std::string& what,
+                                        const std::string& fresh_prefix, bool required, const Options& options);
+// Node `n`'s graph attribute `attr` (an If's branch, a Loop's or Scan's body), or a user error.
+const ::onnx::GraphProto& graph_attribute(const ::onnx::NodeProto& n, const std::string& desc, const char* attr);
+// The user errors of an If node: its input, attributes, and branches whose outputs disagree with it.
+void check_if_node(const ::onnx::NodeProto& n, const std::string& desc);
+// The inputs a Loop or Scan body receives from its node (iteration number, cond and carried values; state
+// variables and scan slices), before the outer values it reads. `typed`: the type is known, not a
+// placeholder that the body's inference will replace.
+struct BodyInputs {
+  std::vector<TensorType> types;
+  std::vector<bool> typed;
+};
+// After checking the node and its body against each other; `own` are the node's inputs (nullopt: omitted).
+BodyInputs body_inputs(OnnxGraphReader& b, const ::onnx::NodeProto& n, int version, const std::string& desc,
+                       const std::vector<std::optional<ValueId>>& own);
 
 // The outcome of looking up a node's operator and version (op_versions.cpp, version_adapters.cpp).
 struct OpSupport {

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "passes/cast_node.h"
 #include "passes/passes.h"
 #include "support/error.h"
 
@@ -39,16 +40,6 @@ bool keeps_f32(const Node& n, size_t input) {
     case OpKind::Resize: return input == 1 || input == 2;  // roi, scales
     default: return false;
   }
-}
-
-Node cast_node(ValueId from, ValueId to, DType dtype, std::string name) {
-  Node n;
-  n.op = OpKind::Cast;
-  n.name = std::move(name);
-  n.inputs = {from};
-  n.outputs = {to};
-  n.attrs["to"] = Attribute{std::string(dtype_name(dtype))};
-  return n;
 }
 
 }  // namespace

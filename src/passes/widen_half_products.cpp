@@ -9,6 +9,7 @@
 
 #include "kiln/graph.h"
 #include "kiln/tensor.h"
+#include "passes/cast_node.h"
 #include "passes/passes.h"
 
 namespace kiln {
@@ -26,16 +27,6 @@ Tensor widen_tensor(const Tensor& t) {
   const bool bf16 = t.dtype() == DType::bf16;
   for (int64_t i = 0; i < t.numel(); ++i) dst[i] = bf16 ? bf16_to_float(src[i]) : half_to_float(src[i]);
   return out;
-}
-
-Node cast_node(ValueId from, ValueId to, DType dtype, std::string name) {
-  Node n;
-  n.op = OpKind::Cast;
-  n.name = std::move(name);
-  n.inputs = {from};
-  n.outputs = {to};
-  n.attrs["to"] = Attribute{std::string(dtype_name(dtype))};
-  return n;
 }
 
 }  // namespace

@@ -41,21 +41,6 @@ GraphProto branch(const std::string& name, const std::vector<BranchNode>& nodes,
   return g;
 }
 
-void f32_init(GraphProto& g, const std::string& name, std::vector<int64_t> dims, const std::vector<float>& v) {
-  auto* t = g.add_initializer();
-  t->set_name(name);
-  t->set_data_type(TensorProto::FLOAT);
-  for (int64_t d : dims) t->add_dims(d);
-  t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
-}
-
-void attr_graph(::onnx::NodeProto* n, const std::string& name, const GraphProto& g) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::GRAPH);
-  *a->mutable_g() = g;
-}
-
 ::onnx::NodeProto* add_if(::onnx::ModelProto& m, const std::string& cond, std::vector<std::string> outs,
                           const GraphProto& then_g, const GraphProto& else_g, const std::string& name = "if") {
   auto* n = add_node(m, "If", {cond}, std::move(outs), name);
@@ -70,17 +55,6 @@ void bool_init(::onnx::ModelProto& m, const std::string& name, bool v) {
   t->set_data_type(TensorProto::BOOL);
   t->add_int32_data(v ? 1 : 0);
 }
-
-Tensor f32(std::vector<int64_t> shape, const std::vector<float>& v) { return Tensor::from_vector<float>(DType::f32, shape, v); }
-Tensor flag(bool v) { return Tensor::from_vector<int>(DType::boolean, {}, {v ? 1 : 0}); }
-
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.as_double(i));
-  return v;
-}
-
-constexpr Mode kModes[] = {Mode::eager, Mode::compiled, Mode::reference};
 
 // y = If(c) then x * 2 (a branch initializer) else -x: x is read from the outer graph.
 ::onnx::ModelProto runtime_cond_model() {

@@ -43,13 +43,6 @@ GraphProto body(const std::string& name, const std::vector<std::string>& inputs,
   return g;
 }
 
-void f32_init(GraphProto& g, const std::string& name, std::vector<int64_t> dims, const std::vector<float>& v) {
-  auto* t = g.add_initializer();
-  t->set_name(name);
-  t->set_data_type(TensorProto::FLOAT);
-  for (int64_t d : dims) t->add_dims(d);
-  t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
-}
 void i64_init(GraphProto& g, const std::string& name, std::vector<int64_t> dims, const std::vector<int64_t>& v) {
   auto* t = g.add_initializer();
   t->set_name(name);
@@ -58,24 +51,7 @@ void i64_init(GraphProto& g, const std::string& name, std::vector<int64_t> dims,
   for (int64_t x : v) t->add_int64_data(x);
 }
 
-void attr_graph(::onnx::NodeProto* n, const std::string& name, const GraphProto& g) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::GRAPH);
-  *a->mutable_g() = g;
-}
-
-Tensor f32(std::vector<int64_t> shape, const std::vector<float>& v) { return Tensor::from_vector<float>(DType::f32, shape, v); }
 Tensor i64(int64_t v) { return Tensor::scalar<int64_t>(DType::i64, v); }
-Tensor flag(bool v) { return Tensor::from_vector<int>(DType::boolean, {}, {v ? 1 : 0}); }
-
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.as_double(i));
-  return v;
-}
-
-constexpr Mode kModes[] = {Mode::eager, Mode::compiled, Mode::reference};
 
 // The same outputs in every mode.
 void expect_runs(const ::onnx::ModelProto& m, const std::map<std::string, Tensor>& in,

@@ -26,8 +26,6 @@ void expect_near_all(const Tensor& got, const std::vector<double>& want, double 
   }
 }
 
-constexpr Mode kModes[] = {Mode::eager, Mode::compiled, Mode::reference};
-
 TEST(LrnImport, MatchesTheLoopAndKeepsNanInItsWindow) {
   const int64_t N = 2, C = 7, H = 3, W = 2, plane = H * W;
   for (int64_t size : {1, 3, 4}) {

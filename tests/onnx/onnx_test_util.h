@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "kiln/options.h"
+#include "kiln/session.h"
+#include "kiln/tensor.h"
 #include "onnx/import.h"
 #include "support/error.h"
 
@@ -158,6 +160,39 @@ inline const Node* find_node(const Graph& g, OpKind op, int nth = 0) {
   for (const Node& n : g.nodes)
     if (n.op == op && nth-- == 0) return &n;
   return nullptr;
+}
+
+// Every mode a model runs in, for tests that expect the same outputs from each.
+constexpr Mode kModes[] = {Mode::eager, Mode::compiled, Mode::reference};
+
+// An f32 initializer of a subgraph, with raw_data.
+inline void f32_init(::onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims,
+                     const std::vector<float>& v) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(::onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+}
+
+// A GRAPH attribute (an If's branch, a Loop's or Scan's body).
+inline void attr_graph(::onnx::NodeProto* n, const std::string& name, const ::onnx::GraphProto& g) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = g;
+}
+
+inline Tensor f32(std::vector<int64_t> shape, const std::vector<float>& v) {
+  return Tensor::from_vector<float>(DType::f32, std::move(shape), v);
+}
+inline Tensor flag(bool v) { return Tensor::from_vector<int>(DType::boolean, {}, {v ? 1 : 0}); }
+
+// A tensor's elements as doubles.
+inline std::vector<double> values(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.as_double(i));
+  return v;
 }
 
 }  // namespace kiln::testing

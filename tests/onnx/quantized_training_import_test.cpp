@@ -14,8 +14,6 @@ namespace kiln::testing {
 namespace {
 
 using TP = ::onnx::TensorProto;
-constexpr Mode kModes[] = {Mode::eager, Mode::compiled, Mode::reference};
-
 template <class T>
 Tensor tensor(DType t, std::vector<int64_t> shape, const std::vector<T>& v) {
   return Tensor::from_vector<T>(t, std::move(shape), v);

@@ -15,12 +15,6 @@ namespace {
 
 using TP = ::onnx::TensorProto;
 
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.as_double(i));
-  return v;
-}
-
 std::vector<int> versions_of(const OnnxOpVersions& e) {
   std::vector<int> v;
   for (int x : e.versions)

@@ -118,9 +118,7 @@ PointwiseSource emit_pointwise_cpp(const loops::PointwiseKernel& k, const Pointw
   for (size_t j = 0; j < syms.size(); ++j) code += fmt::format("// syms[{}] = {}\n", j, syms[j].name());
   code += loops::cpp_index_prelude();
   code += scalar_prelude();
-  const bool half = is_half(k.output.dtype) || uses_half({k.body}) ||
-                    std::any_of(k.inputs.begin(), k.inputs.end(), [](const loops::TensorDesc& d) { return is_half(d.dtype); });
-  if (half) code += half_prelude();
+  if (touches_half(k.inputs, k.output.dtype, {k.body})) code += half_prelude();
   code += vector_math_prelude();
   code += fmt::format("\nKILN_EXPORT void {}(const void* const* inputs, void* output, const int64_t* syms) {{\n", k.name);
   if (std::any_of(sizes.begin(), sizes.end(), [](const Expr& d) { return d.is_const(0); })) {

@@ -336,9 +336,7 @@ RowSource emit_row_cpp(const RowKernel& k, const RowEmitOptions& options) {
   std::vector<ScalarExpr> roots = {k.output_body};
   for (const loops::RowReduction& r : k.reductions) roots.push_back(r.body);
   if (k.gather_column) roots.push_back(*k.gather_column);
-  if (is_half(k.output.dtype) || uses_half(roots) ||
-      std::any_of(k.inputs.begin(), k.inputs.end(), [](const loops::TensorDesc& d) { return is_half(d.dtype); }))
-    code += half_prelude();
+  if (touches_half(k.inputs, k.output.dtype, roots)) code += half_prelude();
   code += vector_math_prelude();
 
   const Expr o = Expr::var("o", rows_extent);

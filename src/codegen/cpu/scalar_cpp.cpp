@@ -1,5 +1,6 @@
 #include "codegen/cpu/scalar_cpp.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
@@ -84,7 +85,10 @@ static inline float kiln_f64_to_f32_odd(double d) {
 )";
 }
 
-bool uses_half(const std::vector<ScalarExpr>& roots) {
+bool touches_half(const std::vector<loops::TensorDesc>& inputs, DType output, const std::vector<ScalarExpr>& roots) {
+  if (is_half(output) ||
+      std::any_of(inputs.begin(), inputs.end(), [](const loops::TensorDesc& d) { return is_half(d.dtype); }))
+    return true;
   std::vector<const loops::ScalarNode*> stack;
   for (const ScalarExpr& r : roots) stack.push_back(r.node());
   std::set<const loops::ScalarNode*> seen;

@@ -18,8 +18,9 @@ std::string_view scalar_prelude();
 // The f16 / bf16 conversions (kiln_f16_to_f32, kiln_f32_to_bf16, kiln_round_f16, ...), which only a
 // kernel that touches a half value includes (so that f32 kernels keep their text, and their cache keys).
 std::string_view half_prelude();
-// Whether any node of these trees has a half dtype.
-bool uses_half(const std::vector<loops::ScalarExpr>& roots);
+// Whether a kernel touches a half value: an input, its output, or any node of its expression trees.
+bool touches_half(const std::vector<loops::TensorDesc>& inputs, DType output,
+                  const std::vector<loops::ScalarExpr>& roots);
 
 // The type a value is computed in: float for f16 and bf16 (storage types, widened at each load).
 std::string c_type(DType t);
