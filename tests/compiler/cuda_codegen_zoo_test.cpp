@@ -75,7 +75,7 @@ class CudaCodegenBackend final : public backend::Backend {
       for (const backend::GeneratedGroup& group : groups) {
         counts_.generated++;
         for (NodeId n : group.nodes) counts_.softmax_outside += g.nodes[size_t(n)].op == OpKind::Softmax;
-        const backend::cuda::GeneratedSource src = backend::cuda::emit_generated_cuda(group);
+        const backend::cuda::GeneratedSource src = backend::cuda::emit_generated_cuda(group, options_);
         if (compiled_.insert(src.name).second) {
           const backend::cuda::CompiledCubin c = backend::cuda::compile_to_cubin(src.code, src.name + ".cu", "sm_90a");
           EXPECT_EQ(c.log, "") << src.code;

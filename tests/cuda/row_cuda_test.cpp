@@ -116,7 +116,8 @@ extern "C" __global__ void __launch_bounds__(256) softmax8(const float* __restri
       << "same kernel, same bytes";
 }
 
-// A constant width of at most kWarpRowMaxCols gets a warp per row by default: unrolled slots, a butterfly.
+// A constant width of at most kWarpRowMaxCols gets a warp per row by default: unrolled slots, a butterfly,
+// and the row's one load read from memory once, by the first pass (its stash serves the others).
 TEST(CudaRowEmitter, NarrowConstantRowsGetAWarpEach) {
   const CudaRowSource src = emit_row_cuda(softmax_kernel());
   EXPECT_EQ(src.launch.rows_per_block, 8);
@@ -134,15 +135,17 @@ extern "C" __global__ void __launch_bounds__(256) softmax8(const float* __restri
   const int kiln_lane = threadIdx.x % 32;
   const long long kiln_warps = blockDim.x / 32;
   for (long long o = blockIdx.x * kiln_warps + threadIdx.x / 32; o < rows; o += gridDim.x * kiln_warps) {
+    float kiln_stash0[1];  // loads the row's passes share
     // r0 = max over the row
     float r0;
     {
       float acc = (-kiln_inf_f32());
       #pragma unroll
       for (int kiln_slot = 0; kiln_slot < 1; ++kiln_slot) {
-        const long long c = kiln_lane + 32LL * kiln_slot;
+        [[maybe_unused]] const long long c = kiln_lane + 32LL * kiln_slot;
         if (c >= 8) break;
         const float v0 = in0[(o * cols + c)];
+        kiln_stash0[kiln_slot] = v0;
         acc = kiln_max_op::apply(acc, v0);
       }
       r0 = kiln_warp_reduce<kiln_max_op>(acc);
@@ -153,9 +156,9 @@ extern "C" __global__ void __launch_bounds__(256) softmax8(const float* __restri
       float acc = 0x0p+0f;
       #pragma unroll
       for (int kiln_slot = 0; kiln_slot < 1; ++kiln_slot) {
-        const long long c = kiln_lane + 32LL * kiln_slot;
+        [[maybe_unused]] const long long c = kiln_lane + 32LL * kiln_slot;
         if (c >= 8) break;
-        const float v0 = in0[(o * cols + c)];
+        const float v0 = kiln_stash0[kiln_slot];
         const float v1 = (v0 - r0);
         const float v2 = expf(v1);
         acc = kiln_sum_op::apply(acc, v2);
@@ -166,9 +169,9 @@ extern "C" __global__ void __launch_bounds__(256) softmax8(const float* __restri
     {
       #pragma unroll
       for (int kiln_slot = 0; kiln_slot < 1; ++kiln_slot) {
-        const long long c = kiln_lane + 32LL * kiln_slot;
+        [[maybe_unused]] const long long c = kiln_lane + 32LL * kiln_slot;
         if (c >= 8) break;
-        const float v0 = in0[(o * cols + c)];
+        const float v0 = kiln_stash0[kiln_slot];
         const float v1 = (v0 - r0);
         const float v2 = expf(v1);
         const float v3 = (v2 / r1);
@@ -189,6 +192,20 @@ extern "C" __global__ void __launch_bounds__(256) softmax8(const float* __restri
   EXPECT_EQ(ln.launch.rows_per_block, 8) << "768 constant columns: a warp each";
   EXPECT_NE(ln.code.find("kiln_slot < 24;"), std::string::npos);
   EXPECT_EQ(ln.code.find("if (c >= 768) break;"), std::string::npos) << "768 is a multiple of 32: no bound check";
+  // Its three passes (mean, variance, output) read the residual sum's inputs from memory once; without the
+  // stash, once a pass.
+  auto reads = [](const std::string& code, const std::string& load) {
+    int n = 0;
+    for (size_t at = code.find(load); at != std::string::npos; at = code.find(load, at + 1)) ++n;
+    return n;
+  };
+  const std::string unstashed = emit_row_cuda(build_row_case(row_case("layernorm_residual")).group.kernel,
+                                              {.stash_loads = false}).code;
+  for (const char* load : {"in0[(o * cols + c)]", "in1[(o * cols + c)]"}) {
+    EXPECT_EQ(reads(ln.code, load), 1) << load << "\n" << ln.code;
+    EXPECT_EQ(reads(unstashed, load), 3) << load << "\n" << unstashed;
+  }
+  EXPECT_EQ(unstashed.find("kiln_stash"), std::string::npos);
 }
 
 // Fast-math intrinsics never appear (they trade IEEE results for speed), nor fmaxf / fminf (they drop NaN).

@@ -369,6 +369,8 @@ const std::vector<RowVariant>& row_variants() {
       {"t256", {.threads_per_block = 256, .mapping = CudaRowMapping::automatic}},
       {"t64_block", {.threads_per_block = 64, .mapping = CudaRowMapping::block}},
       {"t64_warp", {.threads_per_block = 64, .mapping = CudaRowMapping::warp}},
+      // the warp rows as they were before loads were stashed (each pass reading memory again)
+      {"t256_unstashed", {.threads_per_block = 256, .mapping = CudaRowMapping::automatic, .stash_loads = false}},
   };
   return variants;
 }

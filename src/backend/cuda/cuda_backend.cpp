@@ -29,7 +29,7 @@ class CudaCompile final : public BackendCompile {
     std::vector<GeneratedSource> sources;
     std::vector<CudaUnit> units;
     for (const GeneratedGroup& group : groups) {
-      sources.push_back(emit_generated_cuda(group));
+      sources.push_back(emit_generated_cuda(group, options_));
       units.push_back({sources.back().name, sources.back().code});
     }
     std::vector<std::unique_ptr<Kernel>> kernels;

@@ -90,7 +90,7 @@ class GeneratedCudaKernel final : public Kernel {
 
 }  // namespace
 
-GeneratedSource emit_generated_cuda(const GeneratedGroup& group) {
+GeneratedSource emit_generated_cuda(const GeneratedGroup& group, const Options& options) {
   GeneratedSource s;
   if (const auto* pw = std::get_if<loops::PointwiseKernel>(&group.kernel)) {
     loops::PointwiseKernel k = *pw;
@@ -105,8 +105,9 @@ GeneratedSource emit_generated_cuda(const GeneratedGroup& group) {
   }
   loops::RowKernel k = std::get<loops::RowKernel>(group.kernel);
   k.name = "row";
-  k.name = content_name("row", codegen::cuda::emit_row_cuda(k).code);
-  codegen::cuda::CudaRowSource src = codegen::cuda::emit_row_cuda(k);
+  const codegen::cuda::CudaRowEmitOptions emit{.stash_loads = options.cuda_row_stash};
+  k.name = content_name("row", codegen::cuda::emit_row_cuda(k, emit).code);
+  codegen::cuda::CudaRowSource src = codegen::cuda::emit_row_cuda(k, emit);
   s.name = src.name;
   s.code = std::move(src.code);
   s.row = true;

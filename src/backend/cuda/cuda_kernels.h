@@ -30,7 +30,7 @@ struct GeneratedSource {
   int elements_per_thread = 4;  // pointwise only
   int rows_per_block = 1;       // row only: threads_per_block / 32 for a warp per row
 };
-GeneratedSource emit_generated_cuda(const GeneratedGroup& group);
+GeneratedSource emit_generated_cuda(const GeneratedGroup& group, const Options& options);
 
 // The kernel of a generated group, from its loaded module.
 std::unique_ptr<Kernel> make_generated_kernel(const CudaRuntime& runtime, const Graph& g, const GeneratedGroup& group,

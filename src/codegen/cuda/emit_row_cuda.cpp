@@ -103,23 +103,78 @@ struct Emission {
     if (!warp) return "      for (long long c = threadIdx.x; c < cols; c += blockDim.x) {\n";
     if (!const_cols) return "      for (long long c = kiln_lane; c < cols; c += 32) {\n";
     const int64_t slots = (*const_cols + 31) / 32;
+    // A pass that reads only stashed values has no use for its column.
     std::string s = fmt::format("      #pragma unroll\n      for (int kiln_slot = 0; kiln_slot < {}; ++kiln_slot) {{\n"
-                                "        const long long c = kiln_lane + 32LL * kiln_slot;\n", slots);
+                                "        {}const long long c = kiln_lane + 32LL * kiln_slot;\n", slots,
+                                stash_types.empty() ? "" : "[[maybe_unused]] ");
     if (*const_cols % 32 != 0) s += fmt::format("        if (c >= {}) break;\n", *const_cols);
     return s;
   }
   // The thread that writes a row's one value.
   const char* writer() const { return warp ? "kiln_lane == 0" : "threadIdx.x == 0"; }
 
-  CudaRowBody body(const std::string& row_indent, const std::string& elem_indent) const {
-    return CudaRowBody(print, subs, col_var, flat, "(o * cols + c)", row_indent, elem_indent);
+  // Stashed loads (CudaRowStash): warp rows of a constant width only, where a lane's columns are slots.
+  CudaRowStash stash;
+  std::vector<std::string> stash_types;  // of kiln_stash<n>
+
+  CudaRowBody body(const std::string& row_indent, const std::string& elem_indent, int pass = -1) const {
+    CudaRowBody b(print, subs, col_var, flat, "(o * cols + c)", row_indent, elem_indent);
+    if (pass >= 0 && !stash_types.empty()) b.use_stash(&stash, pass);
+    return b;
+  }
+
+  // The passes over a row's columns: one per reduction, then the elements output's.
+  int column_passes() const {
+    return static_cast<int>(k.reductions.size()) + (k.output_kind == loops::RowOutput::elements ? 1 : 0);
+  }
+  const ScalarExpr& pass_body(int pass) const {
+    return pass < static_cast<int>(k.reductions.size()) ? k.reductions[size_t(pass)].body : k.output_body;
+  }
+
+  // Stashes the loads that two or more passes read, first those read by most passes, while a lane's
+  // stashes hold at most kMaxStashedValues values (registers: more would spill).
+  void plan_stash() {
+    if (!warp || !const_cols || *const_cols <= 0) return;
+    static constexpr int64_t kMaxStashedValues = 96;
+    const int64_t slots = (*const_cols + 31) / 32;
+    std::map<std::string, std::pair<int, int>> uses;  // load -> (passes reading it, the first of them)
+    std::map<std::string, std::string> types;
+    for (int p = 0; p < column_passes(); ++p) {
+      CudaRowBody b = body("", "");
+      b.value(pass_body(p));
+      for (const auto& [load, type] : b.element_loads()) {
+        auto it = uses.emplace(load, std::pair<int, int>{0, p}).first;
+        ++it->second.first;
+        types.emplace(load, type);
+      }
+    }
+    std::vector<std::pair<std::string, std::pair<int, int>>> shared;
+    for (const auto& u : uses)
+      if (u.second.first >= 2) shared.push_back(u);
+    std::stable_sort(shared.begin(), shared.end(), [](const auto& a, const auto& b) {
+      return a.second.first != b.second.first ? a.second.first > b.second.first : a.second.second < b.second.second;
+    });
+    for (const auto& [load, use] : shared) {
+      if (int64_t(stash_types.size() + 1) * slots > kMaxStashedValues) break;
+      stash.index.emplace(load, int(stash_types.size()));
+      stash.first_pass.emplace(load, use.second);
+      stash_types.push_back(types.at(load));
+    }
+  }
+  // The stash arrays of one row (indent 4).
+  std::string stash_declarations() const {
+    std::string s;
+    for (size_t n = 0; n < stash_types.size(); ++n)
+      s += fmt::format("    {} kiln_stash{}[{}];  // loads the row's passes share\n", stash_types[n], n,
+                       (*const_cols + 31) / 32);
+    return s;
   }
 
   // r<r> = the reduction over row o's columns, in every thread.
   std::string reduction(size_t r) const {
     const loops::RowReduction& red = k.reductions[r];
     const DType t = red.body.dtype();
-    CudaRowBody e = body("      ", "        ");
+    CudaRowBody e = body("      ", "        ", static_cast<int>(r));
     const std::string v = e.value(red.body);
     std::string s = fmt::format("    // r{} = {} over the row\n    {} r{};\n    {{\n", r,
                                 loops::row_reduce_name(red.kind), cuda_type(t), r);
@@ -135,7 +190,7 @@ struct Emission {
   }
 
   std::string elements_output() const {
-    CudaRowBody e = body("      ", "        ");
+    CudaRowBody e = body("      ", "        ", static_cast<int>(k.reductions.size()));
     const std::string v = e.value(k.output_body);
     std::string s = "    // the output's columns of row o\n    {\n" + e.row_lines();
     s += column_loop() + e.elem_lines();
@@ -249,6 +304,7 @@ CudaRowSource emit_row_cuda(const RowKernel& k, const CudaRowEmitOptions& option
   for (size_t d = 0; d < vars.size(); ++d)
     em.subs.emplace(vars[d], d < rows.size() ? row_idx[d] : col_idx[d - rows.size()]);
   em.flat = loops::linear_index(vars, loops::row_major_strides(k.domain));
+  if (options.stash_loads) em.plan_stash();
 
   // One array of per-warp partials per accumulator dtype (a block has at most 32 warps).
   std::set<DType> accumulators;
@@ -265,6 +321,7 @@ CudaRowSource emit_row_cuda(const RowKernel& k, const CudaRowEmitOptions& option
     // The loop's bounds are the same in every thread of a block, so each block reduction is reached by all.
     code += "  for (long long o = blockIdx.x; o < rows; o += gridDim.x) {\n";
   }
+  code += em.stash_declarations();
   for (size_t r = 0; r < k.reductions.size(); ++r) code += em.reduction(r);
   code += elements ? em.elements_output() : em.rows_output();
   code += "  }\n}\n";

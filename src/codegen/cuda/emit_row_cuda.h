@@ -26,8 +26,9 @@
 //   constant width the column loop is fully unrolled (ceil(width / 32) slots per lane), so a lane's
 //   loads are all in flight at once.
 // The output pass then writes the row's columns (elements output) or thread (lane) 0 writes the row's
-// value (rows output; with a gather column, it evaluates the body at that one column). Inputs are
-// re-read in each pass (from L1 / L2 after the first). Results depend on T and the mapping (the order
+// value (rows output; with a gather column, it evaluates the body at that one column). A warp row of a
+// constant width keeps the loads that several passes read in registers (stash_loads); otherwise inputs
+// are re-read in each pass (from L1 / L2 after the first). Results depend on T and the mapping (the order
 // of additions), never on the grid.
 //
 // Semantics are the CPU emitter's: sums accumulate in the reduction's dtype; max and min propagate NaN
@@ -58,6 +59,9 @@ inline constexpr int64_t kWarpRowMaxCols = 1024;
 struct CudaRowEmitOptions {
   int threads_per_block = 256;  // a multiple of 32, at most 1024; also the kernel's __launch_bounds__
   CudaRowMapping mapping = CudaRowMapping::automatic;
+  // Warp rows of a constant width: the loads several passes read are kept in registers by the first
+  // (CudaRowStash), so each element is read from memory once (Options::cuda_row_stash).
+  bool stash_loads = true;
 };
 
 struct CudaRowLaunch {

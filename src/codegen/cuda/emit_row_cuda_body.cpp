@@ -53,12 +53,22 @@ CudaRowBody::Operand CudaRowBody::emit_new(const ScalarExpr& e) {
   if (int r = loops::row_result_index(e); r >= 0) return {fmt::format("r{}", r), true};
   std::string text;
   bool row = true;
+  int stash_to = -1;  // this pass loads the value from memory and keeps it in kiln_stash<n>
   if (loops::is_row_length(e)) {
     text = fmt::format("(({})cols)", cuda_type(e.dtype()));
   } else if (e.kind() == ScalarKind::Load) {
     Operand at = index(e.index());
     text = cuda_load(e.input(), e.dtype(), at.text);
     row = at.row;
+    if (!row) {
+      const std::string load = cuda_type(e.dtype()) + " " + text;
+      element_loads_.emplace(load, cuda_type(e.dtype()));
+      const auto it = stash_ ? stash_->index.find(load) : std::map<std::string, int>::const_iterator();
+      if (stash_ && it != stash_->index.end()) {
+        if (stash_->first_pass.at(load) == pass_) stash_to = it->second;
+        else text = fmt::format("kiln_stash{}[kiln_slot]", it->second);
+      }
+    }
   } else {
     std::vector<std::string> a;
     for (const ScalarExpr& o : e.operands()) {
@@ -73,6 +83,7 @@ CudaRowBody::Operand CudaRowBody::emit_new(const ScalarExpr& e) {
   Operand temp{fmt::format("v{}", next_temp_++), row};
   (row ? row_lines_ : elem_lines_) +=
       fmt::format("{}const {} {} = {};\n", row ? row_indent_ : elem_indent_, cuda_type(e.dtype()), temp.text, text);
+  if (stash_to >= 0) elem_lines_ += fmt::format("{}kiln_stash{}[kiln_slot] = {};\n", elem_indent_, stash_to, temp.text);
   temps_.emplace(std::move(key), temp);
   return temp;
 }

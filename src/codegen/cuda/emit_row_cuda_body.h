@@ -15,6 +15,14 @@
 
 namespace kiln::codegen::cuda {
 
+// Element-level loads that several passes of a row kernel read, kept in registers: the first pass that
+// loads one also writes it to kiln_stash<n>[kiln_slot] (a per-lane array, registers once the slot loop
+// is unrolled), the later passes read it there instead of memory. Keyed by the load's typed text.
+struct CudaRowStash {
+  std::map<std::string, int> index;       // load -> n
+  std::map<std::string, int> first_pass;  // load -> the pass that loads it from memory
+};
+
 class CudaRowBody {
  public:
   // `subs` maps the domain's loop variables to expressions over `o` (the row) and `c` (the column); an
@@ -29,6 +37,13 @@ class CudaRowBody {
   const std::string& elem_lines() const { return elem_lines_; }
   // Whether e's value is the same for every element of a row.
   bool row_level(const loops::ScalarExpr& e);
+  // Pass `pass` of a kernel whose stashed loads `stash` lists (set before the first value()).
+  void use_stash(const CudaRowStash* stash, int pass) {
+    stash_ = stash;
+    pass_ = pass;
+  }
+  // The element-level loads this body read so far (CudaRowStash's keys), with their value types.
+  const std::map<std::string, std::string>& element_loads() const { return element_loads_; }
 
  private:
   struct Operand {
@@ -48,6 +63,9 @@ class CudaRowBody {
   std::map<const loops::ScalarNode*, bool> row_level_;
   std::string row_lines_, elem_lines_;
   int next_temp_ = 0;
+  const CudaRowStash* stash_ = nullptr;
+  int pass_ = 0;
+  std::map<std::string, std::string> element_loads_;
 };
 
 }  // namespace kiln::codegen::cuda
