@@ -65,7 +65,9 @@ run() {
   export KILN_CACHE_DIR=/tmp/kiln-cache
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
   if [ "${KILN_DEVICE_TESTS:-1}" = 1 ]; then
-    "$BIN/test_cuda" --gtest_brief=1 > "$out/test_cuda.txt" 2>&1 && echo "test_cuda: passed" || echo "test_cuda: FAILED (rc $?)"
+    # Not the host emulation of the row kernels (CPU only, minutes: CI runs it); the GPU cases run here.
+    "$BIN/test_cuda" --gtest_brief=1 --gtest_filter='-*Emulat*' > "$out/test_cuda.txt" 2>&1 \
+      && echo "test_cuda: passed" || echo "test_cuda: FAILED (rc $?)"
     grep -E "^\[  FAILED|^\[  PASSED|^\[  SKIPPED \]" "$out/test_cuda.txt" | head -20
     (cd /tmp && "$BIN/test_cuda_session" --gtest_brief=1) > "$out/test_cuda_session.txt" 2>&1 \
       && echo "test_cuda_session: passed" || echo "test_cuda_session: FAILED (rc $?)"
@@ -133,8 +135,8 @@ run() {
   local memcheck_s=${KILN_DEVICE_MEMCHECK_S:-240} racecheck_s=${KILN_DEVICE_RACECHECK_S:-150}
   if [ "$memcheck_s" -gt 0 ]; then
     # GemmTemplateNvrtc.* only compile (no device memory) and read ptxas's register counts from NVRTC's log,
-    # which lacks them under compute-sanitizer (they pass in the plain run above).
-    sanitize memcheck "$memcheck_s" test_cuda "*:-GemmTemplateNvrtc.*"
+    # which the device image's NVRTC leaves empty (docs/RELIABILITY.md); the emulation runs on the CPU.
+    sanitize memcheck "$memcheck_s" test_cuda "*:-GemmTemplateNvrtc.*:*Emulat*"
     sanitize memcheck "$memcheck_s" test_cuda_session "*"
   fi
   if [ "$racecheck_s" -gt 0 ]; then
