@@ -35,6 +35,10 @@ ap.add_argument('--per-channel', action='store_true')
 ap.add_argument('--seq', type=int, default=128), ap.add_argument('--calib', type=int, default=16)
 ap.add_argument('--threads', type=int, default=0), ap.add_argument('--iters', type=int, default=50)
 ap.add_argument('--skeleton', action='store_true')
+# Only the MatMuls (their inputs and outputs): the additive attention mask (the float minimum after its
+# Where) then stays float. Quantizing every op type gave ORT int8 vs fp32 a relative L2 of 0.73 on the zoo
+# bert (session 22), the mask's range swamping its Add's scale. (This option has not been run yet.)
+ap.add_argument('--matmul-only', action='store_true')
 a = ap.parse_args()
 os.makedirs(a.out, exist_ok=True)
 VOCAB = 30522
@@ -59,7 +63,8 @@ qpath = os.path.join(a.out, 'bert_qdq.onnx')
 t0 = time.time()
 quantize_static(a.model, qpath, Reader(), quant_format=QuantFormat.QDQ,
                 activation_type=QuantType.QUInt8 if a.act == 'u8' else QuantType.QInt8, weight_type=QuantType.QInt8,
-                per_channel=a.per_channel, extra_options={'ActivationSymmetric': False, 'WeightSymmetric': True})
+                per_channel=a.per_channel, op_types_to_quantize=['MatMul'] if a.matmul_only else None,
+                extra_options={'ActivationSymmetric': False, 'WeightSymmetric': True})
 print(f'quantize_static: {time.time() - t0:.0f} s')
 q = onnx.load(qpath)
 count = lambda g: dict(collections.Counter((n.domain + ':' if n.domain else '') + n.op_type for n in g.node).most_common())
