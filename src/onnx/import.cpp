@@ -336,16 +336,7 @@ class Importer {
     form.version = n.support.version;
     form.name = n.name;
     form.attrs = convert_attributes(*n.proto, desc, options_, external_);
-    std::vector<ValueId>& inputs = form.inputs;
-    for (const auto& in : n.proto->input()) {
-      if (in.empty()) {
-        inputs.push_back(kNoValue);
-        continue;
-      }
-      auto id = b.find(in);
-      if (!id) internal_error("onnx import: {} input '{}' unbound after sorting", desc, in);
-      inputs.push_back(*id);
-    }
+    for (const auto& in : n.proto->input()) form.inputs.push_back(in.empty() ? kNoValue : bound(b, in, desc));
     form.outputs.assign(n.proto->output().begin(), n.proto->output().end());
     add_canonical_node(b, std::move(form));
   }

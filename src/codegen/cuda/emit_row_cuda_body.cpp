@@ -61,12 +61,12 @@ CudaRowBody::Operand CudaRowBody::emit_new(const ScalarExpr& e) {
     text = cuda_load(e.input(), e.dtype(), at.text);
     row = at.row;
     if (!row) {
-      const std::string load = cuda_type(e.dtype()) + " " + text;
-      element_loads_.emplace(load, cuda_type(e.dtype()));
-      const auto it = stash_ ? stash_->index.find(load) : std::map<std::string, int>::const_iterator();
-      if (stash_ && it != stash_->index.end()) {
-        if (stash_->first_pass.at(load) == pass_) stash_to = it->second;
-        else text = fmt::format("kiln_stash{}[kiln_slot]", it->second);
+      element_loads_.emplace(text, cuda_type(e.dtype()));  // an input has one type: the text names the load
+      if (stash_) {
+        if (auto it = stash_->index.find(text); it != stash_->index.end()) {
+          if (stash_->first_pass.at(text) == pass_) stash_to = it->second;
+          else text = fmt::format("kiln_stash{}[kiln_slot]", it->second);
+        }
       }
     }
   } else {

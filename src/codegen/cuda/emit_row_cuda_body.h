@@ -42,7 +42,7 @@ class CudaRowBody {
     stash_ = stash;
     pass_ = pass;
   }
-  // The element-level loads this body read so far (CudaRowStash's keys), with their value types.
+  // The element-level loads this body read so far (their text: CudaRowStash's keys), with their value types.
   const std::map<std::string, std::string>& element_loads() const { return element_loads_; }
 
  private:
