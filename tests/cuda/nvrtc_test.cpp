@@ -2,8 +2,11 @@
 #include <algorithm>
 #include <cstring>
 #include <iostream>
+#include <regex>
+#include <sstream>
 #include <thread>
 
+#include "backend/cuda/cubin_info.h"
 #include "cuda_test_util.h"
 #include "kiln/errors.h"
 
@@ -90,6 +93,50 @@ TEST_F(NvrtcTest, AnArchitectureNvrtcLacksIsAUserErrorAndAMalformedOneAnInternal
   }
   EXPECT_THROW(compile_to_cubin(kAxpbSource, "axpb.cu", "compute_90"), InternalError);
   EXPECT_THROW(compile_to_cubin(kAxpbSource, "axpb.cu", "sm_9x"), InternalError);
+}
+// The registers and stack frame of each kernel, read from the cubin: the same numbers ptxas reports
+// with -v (where NVRTC's log carries the report), a frame for a local array, none for a plain kernel.
+TEST_F(NvrtcTest, ReadsEachKernelsRegistersAndStackFrameFromTheCubin) {
+  const std::string source = std::string(kAxpbSource) + R"(
+extern "C" __global__ void shuffled(float* out, const float* in, int n) {
+  float local[64];
+  for (int j = 0; j < 64; ++j) local[j] = in[(threadIdx.x + 7 * j) % n];
+  float sum = 0;
+  for (int j = 0; j < 64; ++j) sum += local[(13 * j + threadIdx.x) % 64] * local[j];
+  out[threadIdx.x] = sum;
+}
+)";
+  const CompiledCubin compiled = compile_to_cubin(source, "two.cu", "sm_90a", {"--ptxas-options=-v"});
+  const auto kernels = cubin_kernels(compiled.cubin);
+  ASSERT_EQ(kernels.size(), 2u);
+  ASSERT_TRUE(kernels.count("axpb") && kernels.count("shuffled"));
+  EXPECT_GT(kernels.at("axpb").registers, 0);
+  EXPECT_EQ(kernels.at("axpb").frame_bytes, 0);
+  EXPECT_GT(kernels.at("shuffled").registers, 0);
+  EXPECT_GE(kernels.at("shuffled").frame_bytes, 256) << "64 floats indexed at run time live on the stack";
+  // ptxas's report, when the log has one: "Function properties for NAME", then "N bytes stack frame",
+  // then "Used N registers".
+  std::istringstream log(compiled.log);
+  std::string function;
+  int reported = 0;
+  for (std::string line; std::getline(log, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex("Compiling entry function '([A-Za-z_]+)'"))) function = m[1];
+    if (std::regex_search(line, m, std::regex("([0-9]+) bytes stack frame")) && kernels.count(function)) {
+      EXPECT_EQ(kernels.at(function).frame_bytes, std::stoi(m[1])) << function;
+    }
+    if (std::regex_search(line, m, std::regex("Used ([0-9]+) registers")) && kernels.count(function)) {
+      EXPECT_EQ(kernels.at(function).registers, std::stoi(m[1])) << function;
+      ++reported;
+    }
+  }
+  std::cout << "ptxas's report in NVRTC's log covered " << reported << " of 2 kernels\n";
+}
+
+TEST(CubinInfo, AnImageThatIsNotAnElfCubinIsAnInternalError) {
+  const std::vector<char> junk = {'\x7f', 'E', 'L', 'F', 2, 1, 1, 0};
+  EXPECT_THROW(cubin_kernels(junk), InternalError);
+  EXPECT_THROW(cubin_kernels(std::vector<char>(64, 0)), InternalError);
 }
 
 // Runs everywhere: the candidates are names no machine has.
