@@ -4,6 +4,7 @@
 // Callers handle zero-size tensors themselves: these functions must not be called with them.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kiln::onednn {
@@ -17,6 +18,26 @@ struct MatmulDesc {
   std::vector<int64_t> c_dims;
 };
 bool matmul_f32(const MatmulDesc& desc, const float* a, const float* b, float* c);
+
+// Integer products on oneDNN's VNNI / AMX kernels (the QDQ plan, docs/plans/qdq_integer_gemm.md):
+//   C[.., m, n] = scales[n or 0] * sum_k (A[.., m, k] - a_zero_point) * B[.., k, n]
+// A is u8 or i8 with one zero point; B is i8 with zero point 0 (ONNX Runtime's symmetric weights). The
+// sum is exact in i32 (|A - zp| <= 255, |B| <= 128: exact for K up to 65,793); an f32 C is that sum
+// times one f32 scale per tensor or per column of C, rounded once; an i32 C is the sum (MatMulInteger).
+// The scales are constants of the primitive (oneDNN 2.6 runs run-time scales on its slower gemm:jit
+// path, measured here), the zero point a run-time argument. False where oneDNN's implementation is
+// not a VNNI or AMX kernel: without VNNI, oneDNN multiplies u8 by i8 with vpmaddubsw, whose 16-bit pair
+// sums saturate (255 * 127 * 2 > 32767), so the caller's exact loop runs instead.
+struct IntegerMatmulDesc {
+  MatmulDesc shape;
+  bool a_signed = false;      // A i8, else u8
+  int32_t a_zero_point = 0;
+  std::vector<float> scales;  // 1 or N values: C f32; none: C i32
+};
+bool matmul_integer(const IntegerMatmulDesc& desc, const void* a, const int8_t* b, void* c);
+// The oneDNN implementation matmul_integer uses for `desc` ("brg:avx512_core_vnni"), or the one it
+// refused, after "refused: "; empty where oneDNN has none.
+std::string integer_matmul_implementation(const IntegerMatmulDesc& desc);
 
 // Convolution in ONNX layouts: src [N, C, spatial..], weights [OC, C/groups, kernel..], dst
 // [N, OC, out..]; 1 to 3 spatial dims. Dilations are ONNX's (1 = dense). Pads may be asymmetric.
