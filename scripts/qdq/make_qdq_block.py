@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Sketch for scripts/make_exported_models.py: a BERT-like block in the QDQ form that
-onnxruntime.quantization.quantize_static(quant_format=QDQ) writes, built by hand with Debian's
-python3-onnx 1.12 and numpy (no onnxruntime needed). Deterministic (fixed seeds).
+"""A BERT-like block in the QDQ form that onnxruntime.quantization.quantize_static(quant_format=QDQ)
+writes, built by hand with Debian's python3-onnx 1.12 and numpy (no onnxruntime needed), and the float
+model it was quantized from (<name>_fp32.onnx: ONNX Runtime's int8-vs-fp32 difference is the yardstick
+of tests/onnx/exported_models_test.cpp's QDQ rule). Deterministic (fixed seeds).
 
-usage: /usr/bin/python3 qdq_test_models.py OUT_DIR
+usage: /usr/bin/python3 scripts/qdq/make_qdq_block.py tests/data/exported
 
 What it copies from ORT's quantizer (onnxruntime/python/tools/quantization: qdq_quantizer.py,
 quant_utils.py, operators/matmul.py):

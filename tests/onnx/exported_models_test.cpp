@@ -1,4 +1,5 @@
-// Models in the shapes exporters write (tests/data/exported, made by scripts/make_exported_models.py):
+// Models in the shapes exporters write (tests/data/exported, made by scripts/make_exported_models.py;
+// the QDQ blocks and their float twins by scripts/qdq/make_qdq_block.py):
 // each runs in kiln's eager and compiled mode on seeded inputs and is compared against ONNX Runtime
 // (onnxruntime-node through scripts/ort_run.js, as tests/zoo_check.sh runs it) on the same inputs.
 #include <gtest/gtest.h>
@@ -35,6 +36,10 @@ enum class Rule {
   f32,    // elementwise, rtol 1e-4 / atol 1e-5
   f16,    // kiln's low-precision rule: cosine >= 0.999, relative L2 <= 2e-2
   quant,  // the quantized activation within one level; the float output within the flips' effect
+  // A QDQ model (quantize_static's form): kiln's output as far from ONNX Runtime's (relative L2) as at
+  // most ONNX Runtime's own int8 output from its run of the float model it was quantized from
+  // (<model>_fp32.onnx), which is what quantization is allowed to cost.
+  qdq,
 };
 
 struct InputSpec {
@@ -85,6 +90,9 @@ std::vector<Case> cases() {
       {"dynamic_quant_conv_uint8", "dynamic_quant_conv_uint8", {normal("input", f32, {2, 3, 8, 8})}, {{"batch", 2}},
        Rule::quant, 1, ""},
       {"fp16_block", "fp16_block", {normal("x", DType::f16, {2, 8, 32})}, {}, Rule::f16, 1, ""},
+      {"qdq_block_s8", "qdq_block_s8", {normal("x", f32, {2, 8, 16})}, {{"batch", 2}}, Rule::qdq, 1, ""},
+      {"qdq_block_u8_per_channel", "qdq_block_u8_per_channel", {normal("x", f32, {2, 8, 16})}, {{"batch", 2}},
+       Rule::qdq, 1, ""},
   };
 }
 
@@ -177,6 +185,13 @@ TEST_P(ExportedModels, MatchOnnxRuntime) {
                           model.string() + "' '" + dir.file("ort") + "' --threads 2" + feeds + " 2>&1";
   const auto r = test_common::run_command(cmd);
   ASSERT_EQ(r.code, 0) << cmd << "\n" << r.out;
+  if (c.rule == Rule::qdq) {  // ONNX Runtime's run of the float model too, the yardstick
+    const std::string twin = (kModels / (c.model + "_fp32.onnx")).string();
+    const std::string fcmd = "KILN_ORT_DIR='" + ort->string() + "' node '" KILN_SOURCE_DIR "/scripts/ort_run.js' '" + twin +
+                             "' '" + dir.file("ort_fp32") + "' --threads 2" + feeds + " 2>&1";
+    const auto fr = test_common::run_command(fcmd);
+    ASSERT_EQ(fr.code, 0) << fcmd << "\n" << fr.out;
+  }
 
   // kiln; a failure is collected, so that a known gap can be told from a new one.
   std::vector<std::string> failures;
@@ -228,6 +243,11 @@ TEST_P(ExportedModels, MatchOnnxRuntime) {
       const CloseResult cr = all_close(actual, expected, 0, 0);
       ok = cr.ok;
       line << ": exact " << (ok ? "equal" : cr.reason);
+    } else if (c.rule == Rule::qdq) {
+      const double allowed = relative_l2(expected, read_npy(dir.file("ort_fp32/" + ort_file(name))));
+      const double error = relative_l2(actual, expected);
+      ok = error <= allowed;
+      line << ": rel L2 to ORT int8 " << error << ", ORT int8 to ORT fp32 " << allowed;
     } else if (c.rule == Rule::f16) {
       const LowPrecisionResult lp = low_precision_rule(actual, expected);
       ok = lp.pass;
