@@ -69,6 +69,7 @@ void compile_all(const std::vector<Case>& cases) {
         // frame at all (spills or local arrays), fewer than 255 registers, as the log says where it speaks.
         int registers = -1;
         for (const auto& [kernel, info] : cubin_kernels(cubin.cubin)) {
+          if (info.registers <= 0) problem += fmt::format("{}: no register count in the cubin\n", kernel);
           registers = std::max(registers, info.registers);
           if (info.frame_bytes != 0) problem += fmt::format("{}: a {}-byte stack frame\n", kernel, info.frame_bytes);
         }

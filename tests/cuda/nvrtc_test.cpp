@@ -95,9 +95,11 @@ TEST_F(NvrtcTest, AnArchitectureNvrtcLacksIsAUserErrorAndAMalformedOneAnInternal
   EXPECT_THROW(compile_to_cubin(kAxpbSource, "axpb.cu", "sm_9x"), InternalError);
 }
 // The registers and stack frame of each kernel, read from the cubin: the same numbers ptxas reports
-// with -v (where NVRTC's log carries the report), a frame for a local array, none for a plain kernel.
+// with -v (where NVRTC's log carries the report), a frame for a local array, none for a plain kernel;
+// a device function the compiler kept out of line is not a kernel.
 TEST_F(NvrtcTest, ReadsEachKernelsRegistersAndStackFrameFromTheCubin) {
   const std::string source = std::string(kAxpbSource) + R"(
+extern "C" __global__ void divided(long long* a, long long b) { a[threadIdx.x] /= b; }  // calls a division routine
 extern "C" __global__ void shuffled(float* out, const float* in, int n) {
   float local[64];
   for (int j = 0; j < 64; ++j) local[j] = in[(threadIdx.x + 7 * j) % n];
@@ -108,8 +110,9 @@ extern "C" __global__ void shuffled(float* out, const float* in, int n) {
 )";
   const CompiledCubin compiled = compile_to_cubin(source, "two.cu", "sm_90a", {"--ptxas-options=-v"});
   const auto kernels = cubin_kernels(compiled.cubin);
-  ASSERT_EQ(kernels.size(), 2u);
-  ASSERT_TRUE(kernels.count("axpb") && kernels.count("shuffled"));
+  ASSERT_EQ(kernels.size(), 3u) << "the kernels, not the 64-bit division routine";
+  ASSERT_TRUE(kernels.count("axpb") && kernels.count("shuffled") && kernels.count("divided"));
+  EXPECT_GT(kernels.at("divided").registers, 0);
   EXPECT_GT(kernels.at("axpb").registers, 0);
   EXPECT_EQ(kernels.at("axpb").frame_bytes, 0);
   EXPECT_GT(kernels.at("shuffled").registers, 0);
@@ -130,7 +133,7 @@ extern "C" __global__ void shuffled(float* out, const float* in, int n) {
       ++reported;
     }
   }
-  std::cout << "ptxas's report in NVRTC's log covered " << reported << " of 2 kernels\n";
+  std::cout << "ptxas's report in NVRTC's log covered " << reported << " of 3 kernels\n";
 }
 
 TEST(CubinInfo, AnImageThatIsNotAnElfCubinIsAnInternalError) {

@@ -15,6 +15,9 @@ namespace {
 using namespace detail;
 using dt = dnnl::memory::data_type;
 
+// (2^31 - 1) / (255 * 128): the longest K whose sums of (A - zp) * B cannot leave i32.
+constexpr int64_t kMaxExactK = 65793;
+
 struct IntegerMatmulEntry {
   bool implemented = false;
   std::string implementation;  // oneDNN's name for it, "refused: " + that where it is not VNNI / AMX
@@ -66,6 +69,10 @@ std::shared_ptr<const IntegerMatmulEntry> entry(const IntegerMatmulDesc& d) {
   KILN_INTERNAL_CHECK(rank >= 2 && rank <= DNNL_MAX_NDIMS && s.a_dims.size() == rank && s.b_dims.size() == rank &&
                           s.a_strides.size() == rank && s.b_strides.size() == rank,
                       "onednn::matmul_integer: bad rank {}", rank);
+  KILN_INTERNAL_CHECK(d.a_signed ? d.a_zero_point >= -128 && d.a_zero_point <= 127 : d.a_zero_point >= 0 && d.a_zero_point <= 255,
+                      "onednn::matmul_integer: zero point {} outside A's type", d.a_zero_point);
+  KILN_INTERNAL_CHECK(s.a_dims.back() <= kMaxExactK, "onednn::matmul_integer: K = {} could overflow the i32 sums",
+                      s.a_dims.back());
   KILN_INTERNAL_CHECK(d.scales.size() <= 1 || int64_t(d.scales.size()) == s.c_dims.back(),
                       "onednn::matmul_integer: {} scales for {} columns", d.scales.size(), s.c_dims.back());
   Key key;

@@ -21,9 +21,10 @@ bool matmul_f32(const MatmulDesc& desc, const float* a, const float* b, float* c
 
 // Integer products on oneDNN's VNNI / AMX kernels (the QDQ plan, docs/plans/qdq_integer_gemm.md):
 //   C[.., m, n] = scales[n or 0] * sum_k (A[.., m, k] - a_zero_point) * B[.., k, n]
-// A is u8 or i8 with one zero point; B is i8 with zero point 0 (ONNX Runtime's symmetric weights). The
-// sum is exact in i32 (|A - zp| <= 255, |B| <= 128: exact for K up to 65,793); an f32 C is that sum
-// times one f32 scale per tensor or per column of C, rounded once; an i32 C is the sum (MatMulInteger).
+// A is u8 or i8 with one zero point of its type; B is i8 with zero point 0 (ONNX Runtime's symmetric
+// weights). The sum is exact in i32 (|A - zp| <= 255, |B| <= 128: K up to 65,793, checked); an f32 C is
+// that sum converted to f32 (exact below 2^24) times one f32 scale per tensor or per column of C; an
+// i32 C is the sum (MatMulInteger).
 // The scales are constants of the primitive (oneDNN 2.6 runs run-time scales on its slower gemm:jit
 // path, measured here), the zero point a run-time argument. False where oneDNN's implementation is
 // not a VNNI or AMX kernel: without VNNI, oneDNN multiplies u8 by i8 with vpmaddubsw, whose 16-bit pair
