@@ -19,6 +19,9 @@
 #                                         KILN_DEVICE_PROFILE=1 (off by default) also runs `kiln profile
 #                                         --device cuda` on each model (in KILN_DEVICE_PROFILE_PRECISION,
 #                                         default fp32): text, JSON, trace and HTML under $OUT/MODEL/profile.*.
+#                                         KILN_DEVICE_NCU=1 (off by default) also times each kernel of one replayed
+#                                         run under ncu (--graph-profiling node, in KILN_DEVICE_PROFILE_PRECISION):
+#                                         $OUT/MODEL/ncu.csv, grouped by scripts/ncu_kernels.py into ncu.txt.
 # The GPU machine (Ubuntu 24.04, driver 580, CUDA 13) runs binaries built here on Debian 12 when the
 # libraries travel with them; its python3 has numpy, which scripts/make_zoo_weights.py needs.
 set -euo pipefail
@@ -122,6 +125,13 @@ run() {
         --json "$out/$m/profile.json" --trace "$out/$m/profile_trace.json" --html "$out/$m/profile.html" \
         > "$out/$m/profile.txt" 2>&1 || echo "$m profile: FAILED: $(tail -2 "$out/$m/profile.txt")"
       grep -h "end to end on\|coverage" "$out/$m/profile.txt" | sed "s/^ */  profile: /" || true
+    fi
+    if [ "${KILN_DEVICE_NCU:-0}" = 1 ]; then  # each kernel node of a replayed run, timed alone by ncu
+      timeout 300 ncu --graph-profiling node --metrics gpu__time_duration.sum,dram__bytes.sum --cache-control none \
+        --clock-control none --csv --page raw "$BIN/kiln" run "$dir/$m.onnx" --device cuda \
+        --precision "${KILN_DEVICE_PROFILE_PRECISION:-fp32}" $dims --seed 1 --warmup 1 --iters 2 > "$out/$m/ncu.csv" 2>&1 \
+        && python3 scripts/ncu_kernels.py "$out/$m/ncu.csv" > "$out/$m/ncu.txt" 2>&1 \
+        && head -8 "$out/$m/ncu.txt" | sed "s/^/  ncu: /" || echo "$m ncu: FAILED: $(tail -2 "$out/$m/ncu.csv")"
     fi
   done
   if [ -n "${KILN_DEVICE_TORCH:-}" ]; then  # the PyTorch peer, in this same call (GPU numbers count only so)
