@@ -19,8 +19,5 @@ PointwiseCase unary(std::string name, OpKind op, DType t, Tolerance tol);
 PointwiseCase binary(std::string name, OpKind op, DType t, Tolerance tol);
 // Cast(x, via) then Cast(to): x[n] of dtype `from`.
 PointwiseCase cast_chain(std::string name, DType from, DType via, DType to, EdgeRule edge = {});
-// Input 0 (of the output's shape) NaN or outside [-2^bits, 2^bits): its cast to a (bits + 1)-bit integer
-// gives that type's minimum, and the case's output is then `result`.
-EdgeRule float_to_int_edge(int bits, int64_t result);
 
 }  // namespace kiln::backend::cuda::testing::builders

@@ -59,12 +59,15 @@ KILN_DEV long long kiln_wrap_neg(long long a) { return (long long)(0ull - (unsig
 // Truncating, like ONNX; x / 0 (undefined there) is 0 here, as on the CPU, and MIN / -1 wraps.
 template <class T> KILN_DEV T kiln_int_div(T a, T b) { return b == 0 ? T(0) : b == T(-1) ? kiln_wrap_neg(a) : T(a / b); }
 template <class T> struct kiln_int_limits;
-template <> struct kiln_int_limits<int> { static constexpr int min = -2147483647 - 1; };
-template <> struct kiln_int_limits<long long> { static constexpr long long min = -9223372036854775807LL - 1; };
-// Float to integer; NaN and out-of-range values (undefined in C++) give the minimum, as on the CPU.
+template <> struct kiln_int_limits<int> { static constexpr int min = -2147483647 - 1, max = 2147483647; };
+template <> struct kiln_int_limits<long long> {
+  static constexpr long long min = -9223372036854775807LL - 1, max = 9223372036854775807LL;
+};
+// Float to integer as kiln's Cast and the CPU's kernels: truncated, saturated at the type's bounds, NaN
+// gives 0 (out of range is undefined in C++ and in ONNX).
 template <class T, class F> KILN_DEV T kiln_float_to_int(F x) {
   const F lo = F(kiln_int_limits<T>::min);  // -2^k, exact in F
-  return (x >= lo && x < -lo) ? T(x) : kiln_int_limits<T>::min;
+  return (x >= lo && x < -lo) ? T(x) : x != x ? T(0) : x < lo ? kiln_int_limits<T>::min : kiln_int_limits<T>::max;
 }
 // sigmoid from e = exp(-|x|) <= 1, which never overflows: 1/(1+e) for x >= 0, e/(1+e) for x < 0.
 KILN_DEV float kiln_sigmoid(float x) { const float e = expf(-fabsf(x)); return (x < 0.0f ? e : 1.0f) / (1.0f + e); }

@@ -17,10 +17,11 @@ template <class T> static inline T kiln_wrap_neg(T a) { return T(kiln_unsigned<T
 // Truncating, like ONNX; x / 0 (undefined there) is 0 here, so that a Where branch that is computed
 // but not selected cannot trap, and MIN / -1 wraps.
 template <class T> static inline T kiln_int_div(T a, T b) { return b == 0 ? T(0) : b == T(-1) ? kiln_wrap_neg(a) : T(a / b); }
-// Float to integer; NaN and out-of-range values (undefined in C++) give the minimum, as x86 does.
+// Float to integer as kiln's Cast (ops/elementwise/cast.cpp): truncated, saturated at the type's
+// bounds, NaN gives 0 (out of range is undefined in C++ and in ONNX).
 template <class T, class F> static inline T kiln_float_to_int(F x) {
   constexpr F lo = F(std::numeric_limits<T>::min());  // -2^k, exact in F
-  return (x >= lo && x < -lo) ? T(x) : std::numeric_limits<T>::min();
+  return (x >= lo && x < -lo) ? T(x) : x != x ? T(0) : x < lo ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
 }
 #ifndef KILN_VECTOR_MATH_PRELUDE
 #define KILN_VECTOR_MATH_PRELUDE
