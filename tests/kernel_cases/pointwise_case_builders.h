@@ -18,6 +18,6 @@ PointwiseCase unary(std::string name, OpKind op, DType t, Tolerance tol);
 // each other (b starts with the first 12, a with as many as fit in its first half) and random ones.
 PointwiseCase binary(std::string name, OpKind op, DType t, Tolerance tol);
 // Cast(x, via) then Cast(to): x[n] of dtype `from`.
-PointwiseCase cast_chain(std::string name, DType from, DType via, DType to, EdgeRule edge = {});
+PointwiseCase cast_chain(std::string name, DType from, DType via, DType to);
 
 }  // namespace kiln::backend::cuda::testing::builders

@@ -27,11 +27,6 @@ struct Tolerance {
   double atol = 0;       // an absolute allowance on top (cancellation the ulps cannot express)
 };
 
-// Elements the reference does not decide (a float-to-integer cast of NaN or of an out-of-range value,
-// which ONNX leaves undefined; kiln's reference saturates, generated kernels give the type's minimum,
-// as the CPU emitter does): the expected integer, or nullopt to use the reference.
-using EdgeRule = std::function<std::optional<int64_t>(const std::vector<Tensor>& inputs, int64_t element)>;
-
 // Float elements the fp64 reference does not model: where an f32 intermediate of a fused half chain
 // overflows although the exact value would not (the unfused graph, rounding each node to its half type,
 // overflows there too): the value the kernel must store, or nullopt to use the reference.
@@ -41,8 +36,7 @@ struct PointwiseCase {
   std::string name;  // also the kernel's name
   std::function<Graph()> graph;
   Tolerance tolerance;
-  EdgeRule edge;  // empty: every element against the reference
-  FloatEdgeRule float_edge = {};
+  FloatEdgeRule float_edge = {};  // empty: every element against the reference
 };
 
 // Every case: f32 / f64 / integer ones, then the f16 and bf16 ones (half_pointwise_cases()).
@@ -81,7 +75,7 @@ std::vector<int64_t> symbol_arguments(const schedule::PointwiseGroup& group, con
 struct Comparison {
   bool ok = true;
   int64_t elements = 0;
-  int64_t edges = 0;      // elements checked by the case's EdgeRule or FloatEdgeRule
+  int64_t edges = 0;      // elements checked by the case's FloatEdgeRule
   double max_ulps = 0;    // the largest error seen (Kind::ulps)
   double worst = 0;       // the largest error / bound seen (Kind::ulps; <= 1 passes)
   std::string failure;    // the first mismatch, when !ok

@@ -55,7 +55,7 @@ PointwiseCase transpose_sub(std::string name, DType t) {
             ValueId tr = b.op(OpKind::Transpose, {x}, {{"perm", {2, 0, 1}}});
             b.output(b.op(OpKind::Neg, {b.op(OpKind::Sub, {tr, y})}), "y");
             return b.build();
-          }, kHalfOp, {}};
+          }, kHalfOp};
 }
 
 // (a[n, m] + b[m]) * 2: the doubling is exact (where a + b overflows, so does the exact value).
@@ -66,7 +66,7 @@ PointwiseCase broadcast_add(std::string name, DType t) {
             ValueId y = b.input("b", t, dims({kM}));
             b.output(b.op(OpKind::Mul, {b.op(OpKind::Add, {x, y}), b.scalar(t, 2.0)}), "y");
             return b.build();
-          }, kHalfOp, {}};
+          }, kHalfOp};
 }
 
 // -where(c, a, -7.5) with c: bool[n, 1] broadcast over a[n, 5]: exact.
@@ -77,7 +77,7 @@ PointwiseCase where_broadcast(std::string name, DType t) {
             ValueId x = b.input("a", t, dims({kN, Dim::fixed(5)}));
             b.output(b.op(OpKind::Neg, {b.op(OpKind::Where, {c, x, b.scalar(t, -7.5)})}), "y");
             return b.build();
-          }, kExact, {}};
+          }, kExact};
 }
 
 // GELU as BERT's exporters write it: Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5); the constants are
@@ -90,7 +90,7 @@ PointwiseCase gelu_erf(std::string name, DType t) {
                     ValueId p = b.op(OpKind::Mul, {x, b.op(OpKind::Add, {e, b.scalar(t, 1.0)})});
                     b.output(b.op(OpKind::Mul, {p, b.scalar(t, 0.5)}), "y");
                     return b.build();
-                  }, kHalfGeluErf, {}};
+                  }, kHalfGeluErf};
   // bf16 reaches f32's range: x (1 + erf) = 2x overflows f32 for x >= 2^127 (the bf16 values from
   // 2^127 - 2^102 up), as the unfused graph's bf16 Mul does, though the exact 0.5 * 2x is finite.
   if (t == DType::bf16)
@@ -111,7 +111,7 @@ PointwiseCase cast_then_add(std::string name, DType t) {
             ValueId narrowed = b.op(OpKind::Cast, {x}, {{"to", std::string(dtype_name(t))}});
             b.output(b.op(OpKind::Add, {narrowed, y}), "y");
             return b.build();
-          }, kHalfOp, {}};
+          }, kHalfOp};
 }
 
 // Cast(Exp(x: bf16[n]), f32).
@@ -121,7 +121,7 @@ PointwiseCase exp_as_f32(std::string name) {
             ValueId x = b.input("x", DType::bf16, dims({kN}));
             b.output(b.op(OpKind::Cast, {b.op(OpKind::Exp, {x})}, {{"to", std::string("f32")}}), "y");
             return b.build();
-          }, kExpAsF32, {}};
+          }, kExpAsF32};
 }
 
 }  // namespace

@@ -182,14 +182,16 @@ TEST_P(ExportedModels, MatchOnnxRuntime) {
     const Tensor& len = inputs.at("lengths");
     ASSERT_TRUE(len.as_double(0) < 7 || len.as_double(1) < 7) << "pick another seed";
   }
-  const std::string cmd = "KILN_ORT_DIR='" + ort->string() + "' node '" KILN_SOURCE_DIR "/scripts/ort_run.js' '" +
-                          model.string() + "' '" + dir.file("ort") + "' --threads 2" + feeds + " 2>&1";
+  // ONNX Runtime on a model, its outputs as .npy files in `out`.
+  auto ort_command = [&](const fs::path& onnx, const std::string& out) {
+    return "KILN_ORT_DIR='" + ort->string() + "' node '" KILN_SOURCE_DIR "/scripts/ort_run.js' '" + onnx.string() +
+           "' '" + dir.file(out) + "' --threads 2" + feeds + " 2>&1";
+  };
+  const std::string cmd = ort_command(model, "ort");
   const auto r = test_common::run_command(cmd);
   ASSERT_EQ(r.code, 0) << cmd << "\n" << r.out;
   if (c.rule == Rule::qdq) {  // ONNX Runtime's run of the float model too, the yardstick
-    const std::string twin = (kModels / (c.model + "_fp32.onnx")).string();
-    const std::string fcmd = "KILN_ORT_DIR='" + ort->string() + "' node '" KILN_SOURCE_DIR "/scripts/ort_run.js' '" + twin +
-                             "' '" + dir.file("ort_fp32") + "' --threads 2" + feeds + " 2>&1";
+    const std::string fcmd = ort_command(kModels / (c.model + "_fp32.onnx"), "ort_fp32");
     const auto fr = test_common::run_command(fcmd);
     ASSERT_EQ(fr.code, 0) << fcmd << "\n" << fr.out;
   }

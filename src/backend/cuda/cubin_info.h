@@ -13,8 +13,8 @@ struct CubinKernelInfo {
   int frame_bytes = -1;  // the thread's stack frame: local arrays and spills (EIATTR_FRAME_SIZE)
 };
 
-// The kernels (entry functions) of a cubin by symbol name; device functions are not listed. A cubin that is not a well-formed ELF64 image is an
-// InternalError (kiln reads only cubins NVRTC just wrote).
+// The kernels (entry functions) of a cubin by symbol name; device functions are not listed. A cubin
+// that is not a well-formed ELF64 image is an InternalError (kiln reads only cubins NVRTC just wrote).
 std::map<std::string, CubinKernelInfo> cubin_kernels(std::span<const char> cubin);
 
 }  // namespace kiln::backend::cuda
