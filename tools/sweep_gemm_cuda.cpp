@@ -9,6 +9,10 @@
 //   cublaslt+bias+gelu_pass    that, then the erf GELU as a separate kernel (what kiln runs today);
 //   template+bias_gelu_pass:<config>  the heuristic's config bare, then bias + GELU as that pass: the
 //                              same product as its fused twin, so the pair measures what fusing saves.
+// On sm_90a also LayerNorm(A) B^T + bias ("ln+bias", A's rows standardised; BERT's Q/K/V and FFN1):
+//   template:<config>          the wgmma kernel with row_norm (the LayerNorm folded in, y written too);
+//   ln_pass+cublaslt+bias      a warp-per-row LayerNorm kernel writing y (as kiln's row kernels do), then
+//                              cuBLASLt with its bias on y: the unfolded pair.
 // Each candidate is checked against an fp64 product of sampled rows before it is timed; one that fails
 // is reported and not timed. A graph holds enough launches for about 2 ms; the median of 10 replays.
 #include "tools/sweep_gemm_cuda.h"
@@ -58,7 +62,8 @@ std::vector<Shape> parse_shapes(const std::vector<std::string>& texts) {
 }
 
 // The erf GELU in place over a [total / cols, cols] bf16 matrix, after adding a bf16 bias per column
-// when one is given: the separate epilogue pass.
+// when one is given: the separate epilogue pass. And a LayerNorm pass (without gamma and beta): a warp a
+// row of a [rows, cols] bf16 matrix, fp32 statistics.
 std::string gelu_pass_source(const std::string& name) {
   return std::string(codegen::cuda::cuda_scalar_preamble()) + fmt::format(R"(
 extern "C" __global__ void __launch_bounds__(256) {}(unsigned short* y, const unsigned short* bias, long long total,
@@ -68,6 +73,32 @@ extern "C" __global__ void __launch_bounds__(256) {}(unsigned short* y, const un
     if (bias) x += kiln_bf16_to_f32(bias[i % cols]);
     y[i] = kiln_f32_to_bf16(0.5f * x * (1.0f + erff(x * 0.70710678118654752f)));
   }}
+}}
+)", name);
+}
+
+std::string layernorm_pass_source(const std::string& name) {
+  return std::string(codegen::cuda::cuda_scalar_preamble()) + fmt::format(R"(
+__device__ float kiln_warp_sum(float v) {{
+  for (int d = 16; d > 0; d /= 2) v += __shfl_xor_sync(0xffffffffu, v, d);
+  return v;
+}}
+extern "C" __global__ void __launch_bounds__(256) {}(const unsigned short* x, unsigned short* y, long long rows,
+                                                    long long cols, float eps) {{
+  const long long row = (long long)blockIdx.x * 8 + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const unsigned short* xr = x + row * cols;
+  float s = 0.0f;
+  for (long long c = lane; c < cols; c += 32) s += kiln_bf16_to_f32(xr[c]);
+  const float mean = kiln_warp_sum(s) / (float)cols;
+  float v = 0.0f;
+  for (long long c = lane; c < cols; c += 32) {{
+    const float d = kiln_bf16_to_f32(xr[c]) - mean;
+    v += d * d;
+  }}
+  const float rstd = 1.0f / sqrtf(kiln_warp_sum(v) / (float)cols + eps);
+  for (long long c = lane; c < cols; c += 32) y[row * cols + c] = kiln_f32_to_bf16((kiln_bf16_to_f32(xr[c]) - mean) * rstd);
 }}
 )", name);
 }
@@ -83,15 +114,19 @@ void run_gelu_pass(const CudaRuntime& rt, const Function& gelu, CUdeviceptr y, C
 // bias_gelu: fused, one rounding. bias_gelu_after_bias: A B + bias rounded to bf16, then GELU as a pass.
 // bias_gelu_after_bare: A B rounded, then bias + GELU as a pass (the rounding is of A B, not of A B + bias:
 // where the two nearly cancel its error is far larger than the result's).
-enum class Expect { bare, bias, bias_gelu, bias_gelu_after_bias, bias_gelu_after_bare };
+// norm_bias: LayerNorm(A) B + bias (folded); norm_bias_after_pass: the same with LayerNorm(A) rounded to bf16.
+enum class Expect { bare, bias, bias_gelu, bias_gelu_after_bias, bias_gelu_after_bare, norm_bias, norm_bias_after_pass };
+constexpr float kNormEps = 1e-5f;
 
 // A shape's device buffers, and its reference on sampled rows.
 struct Workload {
   Shape s;
   Tensor a, b, c, bias_f32, bias_bf16;
+  Tensor y, colsum, ones, zeros;  // LayerNorm(A) [m, k]; sum_k B[n, k]; gamma and beta [k]
   std::vector<float> bias;
   std::vector<int64_t> rows;
-  std::vector<double> ref, mag;  // [rows, n]
+  std::vector<double> ref, mag;            // [rows, n]
+  std::vector<double> norm_ref, norm_mag;  // [rows, n]: LayerNorm(A) B; rstd (sum |a b| + |mean| sum |b|)
 
   Workload(const CudaRuntime& rt, const Shape& shape) : s(shape) {
     // Uniform values from a fixed LCG (8192^2 of them quickly), B scaled so that C is of order 1.
@@ -124,6 +159,30 @@ struct Workload {
         ref.push_back(acc);
         mag.push_back(m);
       }
+    std::vector<double> b_abs(size_t(s.n), 0.0), b_sum(size_t(s.n), 0.0);
+    for (int64_t j = 0; j < s.n; ++j)
+      for (int64_t k = 0; k < s.k; ++k) {
+        const double v = bf16_to_float(hb.data<uint16_t>()[j * s.k + k]);
+        b_sum[size_t(j)] += v, b_abs[size_t(j)] += std::fabs(v);
+      }
+    for (size_t ri = 0; ri < rows.size(); ++ri) {
+      double mean = 0, var = 0;
+      for (int64_t k = 0; k < s.k; ++k) mean += bf16_to_float(ha.data<uint16_t>()[rows[ri] * s.k + k]);
+      mean /= double(s.k);
+      for (int64_t k = 0; k < s.k; ++k) var += std::pow(bf16_to_float(ha.data<uint16_t>()[rows[ri] * s.k + k]) - mean, 2);
+      const double rstd = 1.0 / std::sqrt(var / double(s.k) + double(kNormEps));
+      for (int64_t j = 0; j < s.n; ++j) {
+        const size_t x = ri * size_t(s.n) + size_t(j);
+        norm_ref.push_back(rstd * (ref[x] - mean * b_sum[size_t(j)]));
+        norm_mag.push_back(rstd * (mag[x] + std::fabs(mean) * b_abs[size_t(j)]));
+      }
+    }
+    Tensor hsum = Tensor::empty(DType::f32, {s.n});
+    for (int64_t j = 0; j < s.n; ++j) hsum.data<float>()[j] = float(b_sum[size_t(j)]);
+    colsum = rt.upload(hsum);
+    ones = rt.upload(Tensor::from_vector<float>(DType::f32, {s.k}, std::vector<float>(size_t(s.k), 1.0f)));
+    zeros = rt.upload(Tensor::from_vector<float>(DType::f32, {s.k}, std::vector<float>(size_t(s.k), 0.0f)));
+    y = rt.empty(DType::bf16, {s.m, s.k});
     a = rt.upload(ha), b = rt.upload(hb), bias_f32 = rt.upload(hbias), bias_bf16 = rt.upload(hbias16);
     c = rt.empty(DType::bf16, {s.m, s.n});
   }
@@ -135,7 +194,8 @@ struct Workload {
     for (size_t ri = 0; ri < rows.size(); ++ri)
       for (int64_t j = 0; j < s.n; ++j) {
         const size_t x = ri * size_t(s.n) + size_t(j);
-        double want = ref[x];
+        const bool norm = e == Expect::norm_bias || e == Expect::norm_bias_after_pass;
+        double want = norm ? norm_ref[x] : ref[x];
         if (e != Expect::bare) want += bias[size_t(j)];
         const double pre = want;
         const bool pass = e == Expect::bias_gelu_after_bias || e == Expect::bias_gelu_after_bare;
@@ -144,8 +204,11 @@ struct Workload {
         const double y = bf16_to_float(got.data<uint16_t>()[rows[ri] * s.n + j]);
         // Output rounding, fp32 accumulation over K; a separate pass also rounds the pre-activation to
         // bf16 before GELU (whose slope is at most 1.13).
-        const double tol = 0x1p-8 * std::fabs(want) + 4.8 * std::sqrt(double(s.k)) * 0x1p-24 * (mag[x] + 1) +
-                           (pass ? 0x1p-8 * 1.13 * rounded : 0.0) + 1e-6 * (1 + std::fabs(pre));
+        // LayerNorm: the fold's fp32 error grows with the un-centred product; a pass rounds LayerNorm(A)
+        // to bf16 (2^-9 of each term of the product, bounded by the rows' sum |a b| rstd).
+        const double tol = 0x1p-8 * std::fabs(want) + 4.8 * std::sqrt(double(s.k)) * 0x1p-24 * ((norm ? norm_mag[x] : mag[x]) + 1) +
+                           (pass ? 0x1p-8 * 1.13 * rounded : 0.0) +
+                           (e == Expect::norm_bias_after_pass ? 0x1p-9 * norm_mag[x] : 0.0) + 1e-6 * (1 + std::fabs(pre));
         if (!(std::fabs(y - want) <= tol))
           return fmt::format("C[{},{}] = {}, reference {}", rows[ri], j, y, want);
       }
@@ -193,13 +256,17 @@ int sweep_gemm_cuda(const CudaGemmSweepArgs& args, const Options& options) {
   const CudaRuntime rt(runtime::cuda_device_index(args.device), options);
   ModuleCache modules(rt, options);
   const GemmTemplateEpilogue bare{}, fused{true, GemmActivation::gelu};
+  GemmTemplateEpilogue norm_bias{true};
+  norm_bias.row_norm = true;
   // Every template kernel, compiled in one parallel batch.
   std::vector<GemmTemplateSpec> specs;
   std::vector<GemmTemplateConfig> configs = default_gemm_template_configs();
   if (compile_arch(rt.info()) == "sm_90a")
     for (const GemmTemplateConfig& c : hopper_gemm_template_configs()) configs.push_back(c);
-  for (const GemmTemplateConfig& c : configs)
+  for (const GemmTemplateConfig& c : configs) {
     for (const GemmTemplateEpilogue& e : {bare, fused}) specs.push_back({DType::bf16, true, e, c});
+    if (c.family == GemmFamily::wgmma && c.split_k == 1 && !args.bare_only) specs.push_back({DType::bf16, true, norm_bias, c});
+  }
   std::vector<CudaUnit> units;
   for (const GemmTemplateSpec& s : specs) units.push_back(gemm_template_unit(s));
   const CubinBatch batch = compile_cubins(units, compile_arch(rt.info()), options);
@@ -214,6 +281,9 @@ int sweep_gemm_cuda(const CudaGemmSweepArgs& args, const Options& options) {
   }
   const std::string gelu_name = content_name("gelu", gelu_pass_source("kiln_gelu"));
   const Function gelu = modules.get(gelu_name, gelu_pass_source(gelu_name)).function(gelu_name);
+  const std::string ln_name = content_name("layernorm", layernorm_pass_source("kiln_layernorm"));
+  const Function layernorm = modules.get(ln_name, layernorm_pass_source(ln_name)).function(ln_name);
+  const bool with_norm = compile_arch(rt.info()) == "sm_90a" && !args.bare_only;
 
   std::printf("device: %s; bf16, B [N,K], fp32 accumulation; %d templates compiled in %.1f s; CUDA-graph replay\n",
               rt.info().summary().c_str(), batch.compiled, batch.compile_seconds);
@@ -224,9 +294,10 @@ int sweep_gemm_cuda(const CudaGemmSweepArgs& args, const Options& options) {
     size_t ws_bytes = 0;
     for (const auto& k : kernels) ws_bytes = std::max(ws_bytes, k->workspace_bytes(s.m, s.n));
     const Tensor ws = rt.empty(DType::u8, {int64_t(std::max<size_t>(ws_bytes, 16))});
-    for (bool epilogue : {false, true}) {
-      if ((epilogue && args.bare_only) || (!epilogue && args.epilogue_only)) continue;
-      const char* label = epilogue ? "bias+gelu" : "none";
+    for (int form = 0; form < 3; ++form) {
+      const bool epilogue = form == 1, norm = form == 2;
+      if ((epilogue && args.bare_only) || (form == 0 && args.epilogue_only) || (norm && !with_norm)) continue;
+      const char* label = norm ? "ln+bias" : epilogue ? "bias+gelu" : "none";
       struct Candidate {
         std::string name;
         Expect expect;
@@ -238,11 +309,20 @@ int sweep_gemm_cuda(const CudaGemmSweepArgs& args, const Options& options) {
         const GemmTemplateKernel* kernel = k.get();
         const std::string config = gemm_config_name(kernel->spec().config);
         const bool fused_gelu = kernel->spec().epilogue.activation == GemmActivation::gelu;
+        const bool fused_norm = kernel->spec().epilogue.row_norm;
         GemmTemplateArgs x;
         x.a = device_ptr(w.a), x.b = device_ptr(w.b), x.c = device_ptr(w.c), x.bias = device_ptr(w.bias_f32);
         x.workspace = device_ptr(ws), x.workspace_bytes = ws.nbytes();
         x.m = s.m, x.n = s.n, x.k = s.k, x.lda = s.k, x.ldb = s.k, x.ldc = s.n;
         if (!kernel->accepts(x)) continue;  // wgmma: rows the TMA cannot read
+        if (norm || fused_norm) {
+          if (!(norm && fused_norm)) continue;
+          x.norm_colsum = device_ptr(w.colsum), x.norm_gamma = device_ptr(w.ones), x.norm_beta = device_ptr(w.zeros);
+          x.norm_y = device_ptr(w.y), x.ldy = s.k, x.norm_eps = kNormEps;
+          candidates.push_back({"template:" + config, Expect::norm_bias,
+                                [&rt, kernel, x] { kernel->launch(rt.cuda_stream(), x); }});
+          continue;
+        }
         if (fused_gelu == epilogue)
           candidates.push_back({"template:" + config, epilogue ? Expect::bias_gelu : Expect::bare,
                                 [&rt, kernel, x] { kernel->launch(rt.cuda_stream(), x); }});
@@ -258,13 +338,29 @@ int sweep_gemm_cuda(const CudaGemmSweepArgs& args, const Options& options) {
       }
       // cuBLASLt: each heuristic algorithm, the fastest reported under the plain name.
       std::vector<std::shared_ptr<LtMatmul>> lts;
-      for (GemmEpilogue le : epilogue ? std::vector{GemmEpilogue::bias} : std::vector{GemmEpilogue::none}) {
+      for (GemmEpilogue le : epilogue || norm ? std::vector{GemmEpilogue::bias} : std::vector{GemmEpilogue::none}) {
         GemmProblem p;
         p.dtype = DType::bf16, p.m = s.m, p.n = s.n, p.k = s.k, p.trans_b = true, p.epilogue = le;
         auto lt = std::make_shared<LtMatmul>(rt.context(), p);
         const Tensor lt_ws = rt.empty(DType::u8, {int64_t(std::max<size_t>(lt->max_workspace_bytes(), 16))});
         for (int alg = 0; alg < lt->algorithms(); ++alg)
           for (bool pass : epilogue ? std::vector{false, true} : std::vector{false}) {
+            if (norm) {
+              const CUdeviceptr a = device_ptr(w.a), y = device_ptr(w.y), b = device_ptr(w.b), c = device_ptr(w.c),
+                                bias = device_ptr(w.bias_bf16), lw = device_ptr(lt_ws);
+              const size_t lw_bytes = lt_ws.nbytes();
+              candidates.push_back({fmt::format("ln_pass+cublaslt+bias#{}", alg), Expect::norm_bias_after_pass,
+                                    [&rt, &layernorm, lt, lt_ws, alg, a, y, b, c, bias, lw, lw_bytes, s] {
+                                      LaunchConfig lc;
+                                      lc.grid.x = unsigned((s.m + 7) / 8);
+                                      lc.block.x = 256;
+                                      const long long rows = s.m, cols = s.k;
+                                      const float eps = kNormEps;
+                                      launch(rt.cuda_stream(), layernorm, lc, a, y, rows, cols, eps);
+                                      lt->run(rt.cuda_stream(), alg, y, b, bias, 0, c, lw, lw_bytes);
+                                    }});
+              continue;
+            }
             const CUdeviceptr a = device_ptr(w.a), b = device_ptr(w.b), c = device_ptr(w.c),
                               bias = epilogue ? device_ptr(w.bias_bf16) : 0, lw = device_ptr(lt_ws);
             const size_t lw_bytes = lt_ws.nbytes();

@@ -139,6 +139,44 @@ TEST_F(GemmTemplateNvrtc, EveryHopperConfigCompilesForSm90a) {
   compile_all(cases);
 }
 
+// LayerNorm folded into the product (row_norm): every Hopper config without split-K, with the epilogues
+// it goes with (the Q/K/V product's bias, FFN1's bias + GELU), compiles without spills or a stack frame.
+TEST_F(GemmTemplateNvrtc, EveryHopperConfigCompilesWithRowNorm) {
+  std::vector<Case> cases;
+  for (const GemmTemplateConfig& config : hopper_gemm_template_configs())
+    if (config.split_k == 1)
+      for (GemmTemplateEpilogue e : {kBias, kBiasGelu}) {
+        e.row_norm = true;
+        cases.push_back({{DType::bf16, true, e, config}, "sm_90a"});
+      }
+  ASSERT_GE(cases.size(), 4u);
+  compile_all(cases);
+}
+
+// row_norm needs whole rows of A in one block: the mma.sync kernel and split-K are refused.
+TEST(GemmTemplateSource, RowNormIsRefusedWhereARowIsSplit) {
+  GemmTemplateEpilogue norm{true};
+  norm.row_norm = true;
+  EXPECT_EQ(gemm_epilogue_name(norm), "norm_bias");
+  for (const GemmTemplateConfig& c : hopper_gemm_template_configs()) {
+    const GemmTemplateSpec spec{DType::bf16, true, norm, c};
+    if (c.split_k > 1) {
+      EXPECT_THROW(gemm_template_source("k", spec), InternalError) << gemm_config_name(c);
+    } else {
+      const std::string code = gemm_template_source("k", spec);
+      EXPECT_NE(code.find("#define EPI_NORM 1"), std::string::npos);
+      EXPECT_NE(code.find("kiln_norm_step(tile"), std::string::npos);
+    }
+  }
+  EXPECT_THROW(gemm_template_source("k", {DType::bf16, true, norm, default_gemm_template_configs().front()}),
+               InternalError)
+      << "mma.sync";
+  // Without it the helpers stay out of the compiled text.
+  EXPECT_EQ(gemm_template_source("k", {DType::bf16, true, kBias, hopper_gemm_template_configs().front()})
+                .find("#define EPI_NORM"),
+            std::string::npos);
+}
+
 TEST(GemmTemplateSource, TheHopperKernelSaysWhatItsConfigSays) {
   for (const GemmTemplateConfig& c : hopper_gemm_template_configs()) {
     const GemmTemplateSpec spec{DType::bf16, true, kBiasGelu, c};

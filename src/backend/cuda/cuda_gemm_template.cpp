@@ -23,6 +23,13 @@ CUtensorMap k_major_map(DType dtype, CUdeviceptr data, int64_t rows, int64_t k, 
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The kernel's KilnRowNorm parameter (cuda_gemm_row_norm_source.cpp), field for field.
+struct RowNormParameter {
+  CUdeviceptr colsum, x, gamma, beta, y;
+  long long ldx, ldy;
+  float eps;
+};
+
 // K a split covers: a whole number of K steps, so that splits start on step boundaries.
 int64_t k_per_split(const GemmTemplateConfig& c, int64_t k) {
   return ceil_div(ceil_div(k, c.split_k), c.bk) * c.bk;
@@ -80,6 +87,9 @@ void GemmTemplateKernel::launch(const Stream& stream, const GemmTemplateArgs& x)
   KILN_INTERNAL_CHECK(x.lda >= x.k && x.ldb >= (spec_.trans_b ? x.k : x.n) && x.ldc >= x.n, "{}: row strides", what);
   KILN_INTERNAL_CHECK(!spec_.epilogue.bias || x.bias, "{}: no bias", what);
   KILN_INTERNAL_CHECK(!spec_.epilogue.residual || (x.residual && x.ldr >= x.n), "{}: no residual", what);
+  KILN_INTERNAL_CHECK(!spec_.epilogue.row_norm ||
+                          (x.norm_colsum && (!x.norm_y || (x.norm_gamma && x.norm_beta && x.ldy >= x.k))),
+                      "{}: row_norm's vectors", what);
   KILN_INTERNAL_CHECK(x.workspace_bytes >= workspace_bytes(x.m, x.n) && (!needs_reduce_kernel() || x.workspace),
                       "{}: workspace", what);
   const int64_t blocks = ceil_div(x.m, c.bm) * ceil_div(x.n, c.bn);
@@ -117,7 +127,12 @@ void GemmTemplateKernel::launch_wgmma(const Stream& stream, const GemmTemplateAr
   config.block.x = unsigned(c.threads());
   config.shared_bytes = shared_bytes_;
   config.waits_for_prior_grids = true;
-  cuda::launch(stream, *main_, config, map_a, map_b, out, bias, res, ws, m, n, k, ldc, ldr, k_split);
+  if (spec_.epilogue.row_norm) {
+    const RowNormParameter norm{x.norm_colsum, x.a, x.norm_gamma, x.norm_beta, x.norm_y, x.lda, x.ldy, x.norm_eps};
+    cuda::launch(stream, *main_, config, map_a, map_b, out, bias, res, ws, m, n, k, ldc, ldr, k_split, norm);
+  } else {
+    cuda::launch(stream, *main_, config, map_a, map_b, out, bias, res, ws, m, n, k, ldc, ldr, k_split);
+  }
   launch_reduce(stream, x);
 }
 

@@ -17,11 +17,16 @@ class ModuleCache;
 // One product C = epilogue(A B): A [m,k] (row stride lda), B [k,n] or, with trans_b, [n,k] (row stride
 // ldb), C and the residual [m,n] (row strides ldc, ldr), bias an fp32 [n] vector. Pointers the
 // epilogue does not read may be 0. workspace: at least workspace_bytes(m, n) (0 without a reduce kernel).
+// row_norm (GemmTemplateEpilogue): norm_colsum an fp32 [n] vector (sum over K of B's row n); norm_y, if
+// not 0, receives LayerNorm(A) [m,k] (row stride ldy) from fp32 [k] vectors norm_gamma and norm_beta.
 struct GemmTemplateArgs {
   CUdeviceptr a = 0, b = 0, c = 0, bias = 0, residual = 0, workspace = 0;
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0, ldr = 0;
   size_t workspace_bytes = 0;
+  CUdeviceptr norm_colsum = 0, norm_gamma = 0, norm_beta = 0, norm_y = 0;
+  int64_t ldy = 0;
+  float norm_eps = 0.0f;
 };
 
 // The unit GemmTemplateKernel compiles for `spec`, named by its content: compile many at once with

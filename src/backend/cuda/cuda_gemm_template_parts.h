@@ -10,6 +10,8 @@
 namespace kiln::backend::cuda {
 
 std::string gemm_wgmma_body(const GemmTemplateSpec& spec);
+// The row_norm helpers (cuda_gemm_row_norm_source.cpp), inside #ifdef EPI_NORM; before the kernel.
+std::string gemm_row_norm_helpers();
 size_t gemm_wgmma_shared_bytes(const GemmTemplateConfig& c);
 
 }  // namespace kiln::backend::cuda

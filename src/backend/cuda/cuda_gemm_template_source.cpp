@@ -283,6 +283,7 @@ std::string gemm_epilogue_name(const GemmTemplateEpilogue& e) {
     s += e.activation == GemmActivation::gelu ? "gelu" : "relu";
   }
   if (e.residual) s += s.empty() ? "residual" : "_residual";
+  if (e.row_norm) s = "norm" + (s.empty() ? "" : "_" + s);
   return s.empty() ? "bare" : s;
 }
 
@@ -293,6 +294,8 @@ void check_gemm_spec(const GemmTemplateSpec& spec) {
                       dtype_name(spec.dtype));
   KILN_INTERNAL_CHECK(c.split_k >= 1 && c.split_k <= 16, "GEMM template {}: split_k {}", what, c.split_k);
   KILN_INTERNAL_CHECK(c.group_m >= 1, "GEMM template {}: group_m {}", what, c.group_m);
+  KILN_INTERNAL_CHECK(!spec.epilogue.row_norm || (c.family == GemmFamily::wgmma && c.split_k == 1),
+                      "GEMM template {}: row_norm needs the wgmma kernel without split-K (whole rows of A)", what);
   if (c.family == GemmFamily::wgmma) {
     KILN_INTERNAL_CHECK(spec.trans_b, "GEMM template {}: wgmma reads B as [N,K] only", what);
     KILN_INTERNAL_CHECK((c.bm == 64 || c.bm == 128) && c.bn >= 16 && c.bn <= 256 && c.bn % 16 == 0,
@@ -341,11 +344,13 @@ std::string gemm_template_source(const std::string& name, const GemmTemplateSpec
       "#define BM {1}\n#define BN {2}\n#define BK {3}\n#define WARPS_M {4}\n#define WARPS_N {5}\n"
       "#define THREADS {6}\n#define STAGES {7}\n#define SPLIT_K {8}\n#define GROUP_M {9}\n#define TRANS_B {10}\n"
       "#define EPI_BIAS {11}\n#define EPI_ACT {12}\n#define EPI_RES {13}\n#define REDUCE_THREADS {14}\n"
-      "#define KILN_WIDEN {15}\n#define KILN_NARROW {16}\n#define KILN_PTX_TYPE \"{17}\"\n#define CLUSTER_K {18}\n",
+      "#define KILN_WIDEN {15}\n#define KILN_NARROW {16}\n#define KILN_PTX_TYPE \"{17}\"\n#define CLUSTER_K {18}\n{19}",
       name, c.bm, c.bn, c.bk, c.warps_m, c.warps_n, c.threads(), c.stages, c.split_k, c.group_m,
       spec.trans_b ? 1 : 0, e.bias ? 1 : 0, static_cast<int>(e.activation), e.residual ? 1 : 0, kGemmReduceThreads,
       bf16 ? "kiln_bf16_to_f32" : "kiln_f16_to_f32", bf16 ? "kiln_f32_to_bf16" : "kiln_f32_to_f16",
-      bf16 ? "bf16" : "f16", c.cluster_reduce ? c.split_k : 0);
+      bf16 ? "bf16" : "f16", c.cluster_reduce ? c.split_k : 0,
+      // The kernels test it with #ifdef.
+      e.row_norm ? "#define EPI_NORM 1\n" : "");
   s += kGemmShared;
   s += wgmma ? gemm_wgmma_body(spec) : std::string(kGemmBody);
   s += kGemmReduce;

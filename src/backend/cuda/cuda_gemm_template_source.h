@@ -16,10 +16,21 @@ enum class GemmActivation { none, gelu, relu };  // GELU is the erf form, comput
 // Applied to each fp32 accumulator in this order: + bias[col] (an fp32 [N] vector), the activation,
 // + residual[row, col] (an [M,N] tensor of the output dtype, row stride ldr), then one rounding to the
 // output dtype. ReLU keeps NaN (ONNX Relu(NaN) is NaN).
+//
+// row_norm (the wgmma kernel without split-K only): A's rows are standardised first, as a LayerNorm
+// folded into the product that reads it: the accumulator becomes rstd_r (acc - mean_r colsum[col]), the
+// statistics of row r of A (population variance, + eps) gathered by the consumers from the A tiles as
+// they pass (sums shifted by the row's first element, so E[d^2] - E[d]^2 does not cancel for rows far
+// from zero), colsum[col] = sum_k B[col, k].
+// The caller folds LayerNorm's gamma into B and its beta into the bias. Optionally the kernel also
+// writes y = (x - mean) rstd gamma + beta, the LayerNorm's own output for its other readers, each block
+// a slice of the columns of its rows. The fold subtracts mean colsum after an fp32 product of the
+// un-centred rows: its error grows with |mean| / std of a row (docs/ARCHITECTURE.md).
 struct GemmTemplateEpilogue {
   bool bias = false;
   GemmActivation activation = GemmActivation::none;
   bool residual = false;
+  bool row_norm = false;
 };
 
 // The two kernels: mma_sync, the Ampere-style multistage kernel that runs on every GPU from sm_80;

@@ -60,7 +60,8 @@ KILN_DEV void kiln_fence_acc(float (&d)[ACC]) {
 extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, 1) KILN_GEMM_NAME(
     const __grid_constant__ KilnTensorMap map_a, const __grid_constant__ KilnTensorMap map_b,
     unsigned short* __restrict__ c, const float* __restrict__ bias, const unsigned short* __restrict__ res,
-    float* __restrict__ ws, long long m, long long n, long long k, long long ldc, long long ldr, long long k_split) {
+    float* __restrict__ ws, long long m, long long n, long long k, long long ldc, long long ldr, long long k_split
+    KILN_NORM_PARAM) {
   kiln_grid_prologue();
   extern __shared__ __align__(1024) unsigned char kiln_tiles[];
   const unsigned base = (kiln_smem(kiln_tiles) + 1023u) & ~1023u;  // the swizzle needs 1 KB alignment
@@ -137,6 +138,9 @@ extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, 1) KILN_GEMM_
       place(unit, m0, n0, k0, steps);
 #pragma unroll
       for (int i = 0; i < ACC; ++i) acc[i] = 0.0f;
+#ifdef EPI_NORM
+      KilnMoments moments = {0.0f, 0.0f, 0.0f};
+#endif
       int previous = 0;
       for (int s = 0; s < steps; ++s, ++it) {
         const int st = it % STAGES;
@@ -147,6 +151,10 @@ extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, 1) KILN_GEMM_
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) kiln_wgmma(acc, da + 2ull * kk, db + 2ull * kk);
         kiln_wgmma_commit();
+#ifdef EPI_NORM
+        // While the products run: this step's part of the row statistics, from the same A tile.
+        kiln_norm_step(tile + (unsigned)cw * 64u * 128u, warp, lane, k - (k0 + (long long)s * BK), s == 0, moments);
+#endif
         // The previous step's products are done: its stage may be refilled. (The waits are unconditional:
         // ptxas serialises every wgmma when one sits on a divergent path.)
         kiln_wgmma_wait<1>();
@@ -156,6 +164,13 @@ extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, 1) KILN_GEMM_
       kiln_wgmma_wait<0>();
       if (steps > 0 && lane == 0) kiln_bar_arrive(bars + 8 * (STAGES + previous));
       kiln_fence_acc(acc);
+#ifdef EPI_NORM
+      float norm_mean, norm_rstd;  // of row 16 warp + lane % 16 of this consumer's 64
+      kiln_norm_finish(moments, k, norm.eps, norm_mean, norm_rstd);
+      // The accumulators' rows: g and g + 8 of this warp's 16.
+      const float mean_h[2] = {__shfl_sync(0xffffffffu, norm_mean, g), __shfl_sync(0xffffffffu, norm_mean, g + 8)};
+      const float rstd_h[2] = {__shfl_sync(0xffffffffu, norm_rstd, g), __shfl_sync(0xffffffffu, norm_rstd, g + 8)};
+#endif
 
 #if CLUSTER_K > 1
       const unsigned ct = threadIdx.x - 128;
@@ -177,6 +192,9 @@ extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, 1) KILN_GEMM_
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
             const long long row = r0 + (q / 2) * 8, col = c0 + j * 8 + q % 2;
+#ifdef EPI_NORM
+            acc[4 * j + q] = rstd_h[q / 2] * fmaf(-mean_h[q / 2], norm.colsum[col < n ? col : n - 1], acc[4 * j + q]);
+#endif
             acc[4 * j + q] =
                 kiln_epilogue(acc[4 * j + q], bias, res, row < m ? row : m - 1, col < n ? col : n - 1, ldr);
           }
@@ -205,6 +223,9 @@ extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, 1) KILN_GEMM_
           }
         }
       }
+#ifdef EPI_NORM
+      if (norm.y) kiln_norm_write_y(norm, norm_mean, norm_rstd, m0 + cw * 64 + warp * 16, m, k, n0 / BN, tiles_n, lane);
+#endif
 #endif  // CLUSTER_K > 1
     }
 #if CLUSTER_K > 1
@@ -277,7 +298,7 @@ std::string wgmma_instruction(const GemmTemplateSpec& spec) {
 }  // namespace
 
 std::string gemm_wgmma_body(const GemmTemplateSpec& spec) {
-  return hopper_device_helpers() + wgmma_instruction(spec) + kWgmmaBody;
+  return hopper_device_helpers() + wgmma_instruction(spec) + gemm_row_norm_helpers() + kWgmmaBody;
 }
 
 size_t gemm_wgmma_shared_bytes(const GemmTemplateConfig& c) {
