@@ -143,6 +143,9 @@ class Backend {
   virtual schedule::RoutingThresholds routing_thresholds(const Options& options) const = 0;
   // Whether this backend tunes the product of a MatMul / Gemm group (schedule::FusionTarget::tunes_gemm).
   virtual bool tunes_gemm(const Graph& g, const schedule::LibraryGroup& group, const Options& options) const = 0;
+  // Whether this backend folds the group's LayerNormalization into its product
+  // (schedule::FusionTarget::folds_layer_norm); the CPU does not.
+  virtual bool folds_layer_norm(const Graph&, const schedule::LibraryGroup&, const Options&) const { return false; }
   virtual std::unique_ptr<BackendCompile> start_compile(const Options& options) const = 0;
   virtual const DeviceRuntime& runtime() const = 0;
 };

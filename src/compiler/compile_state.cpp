@@ -10,13 +10,14 @@ std::vector<char> CompileState::claimed() const {
 }
 
 void CompileState::add_fused_step(StepKind kind, const std::vector<NodeId>& nodes, const std::vector<ValueId>& inputs,
-                                  ValueId output, std::unique_ptr<backend::Kernel> kernel, std::string label) {
+                                  std::vector<ValueId> outputs, std::unique_ptr<backend::Kernel> kernel,
+                                  std::string label) {
   Step step;
   step.kind = kind;
   step.node = nodes.back();
   step.nodes = nodes;
   step.inputs = inputs;
-  step.outputs = {output};
+  step.outputs = std::move(outputs);
   step.kernel = static_cast<int>(kernels.size());
   step.label = std::move(label);
   fused.push_back(std::move(step));

@@ -27,9 +27,9 @@ struct CompileState {
 
   // Which nodes a fusion pass already took (their Node::group), or may not take (unfusable).
   std::vector<char> claimed() const;
-  // A step computing `nodes` (it runs where the last one stood) on `kernel`.
+  // A step computing `nodes` (it runs where the last one stood) on `kernel`, which makes `outputs` in order.
   void add_fused_step(StepKind kind, const std::vector<NodeId>& nodes, const std::vector<ValueId>& inputs,
-                      ValueId output, std::unique_ptr<backend::Kernel> kernel, std::string label);
+                      std::vector<ValueId> outputs, std::unique_ptr<backend::Kernel> kernel, std::string label);
 };
 
 // The passes of compile() that need more than a line, one file each.

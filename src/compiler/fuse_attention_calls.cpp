@@ -13,7 +13,7 @@ void fuse_attention_calls(CompileState& s) {
     if (a.mask != kNoValue) inputs.push_back(a.mask);
     const std::string label = a.mask != kNoValue ? (a.guard ? "attention+mask+guard" : "attention+mask") : "attention";
     s.graph.add_group("attention", label, a.nodes);
-    s.add_fused_step(StepKind::library, a.nodes, inputs, a.output, std::move(kernel), label);
+    s.add_fused_step(StepKind::library, a.nodes, inputs, {a.output}, std::move(kernel), label);
   }
 }
 

@@ -46,7 +46,7 @@ void compile_generated_kernels(CompileState& s) {
   for (size_t k = 0; k < kernels.size(); ++k) {
     const backend::GeneratedGroup& group = s.generated[k];
     std::string label = s.graph.groups[size_t(s.generated_group[k])].kind + " " + kernels[k]->name();
-    s.add_fused_step(StepKind::generated, group.nodes, group.inputs, group.output, std::move(kernels[k]),
+    s.add_fused_step(StepKind::generated, group.nodes, group.inputs, {group.output}, std::move(kernels[k]),
                      std::move(label));
   }
 }

@@ -11,7 +11,9 @@ void fuse_library_calls(CompileState& s) {
     std::unique_ptr<backend::Kernel> kernel = s.job->library_kernel(s.graph, group);
     if (!kernel) continue;
     s.graph.add_group("library", group.label, group.nodes);
-    s.add_fused_step(StepKind::library, group.nodes, group.inputs, group.output, std::move(kernel), group.label);
+    std::vector<ValueId> outputs{group.output};
+    if (group.norm_output != kNoValue) outputs.push_back(group.norm_output);  // a folded LayerNorm's own output
+    s.add_fused_step(StepKind::library, group.nodes, group.inputs, std::move(outputs), std::move(kernel), group.label);
   }
 }
 

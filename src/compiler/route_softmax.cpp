@@ -11,6 +11,9 @@ std::string route_softmax(CompileState& s) {
   s.target = schedule::make_fusion_target(
       s.graph, policy, [&g = s.graph, &b = s.backend, &o = s.options](const schedule::LibraryGroup& group) {
         return b.tunes_gemm(g, group, o);
+      },
+      [&g = s.graph, &b = s.backend, &o = s.options](const schedule::LibraryGroup& group) {
+        return b.folds_layer_norm(g, group, o);
       });
   return schedule::explain_routes(s.graph, s.target.routes, policy);  // KILN_DEBUG=route prints it
 }

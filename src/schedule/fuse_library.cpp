@@ -36,8 +36,10 @@ class Matcher {
   // tuned: whether the backend will tune a group (FusionTarget::tunes_gemm), so that kiln's own GEMM code may run
   // it: then a product of two computed operands with no fused consumer still makes a group, and
   // pointwise consumers past the library's post-ops join as the group's tail (gemm_tail.h).
-  Matcher(const Graph& g, const std::vector<char>& claimed, std::function<bool(const LibraryGroup&)> tuned = nullptr)
-      : g_(g), uses_(g.use_counts()), tuned_(std::move(tuned)) {
+  // folds_norm: whether the backend folds a LayerNormalization into a MatMul group (FusionTarget::folds_layer_norm).
+  Matcher(const Graph& g, const std::vector<char>& claimed, std::function<bool(const LibraryGroup&)> tuned = nullptr,
+          std::function<bool(const LibraryGroup&)> folds_norm = nullptr)
+      : g_(g), uses_(g.use_counts()), tuned_(std::move(tuned)), folds_norm_(std::move(folds_norm)) {
     taken_.assign(g.nodes.size(), 0);
     for (size_t i = 0; i < g.nodes.size() && i < claimed.size(); ++i) taken_[i] = claimed[i] != 0;
     consumers_.resize(g.values.size());
@@ -143,11 +145,13 @@ class Matcher {
   bool match_core(NodeId n, LibraryGroup& grp, int64_t& channels, int& channel_axis, bool& has_bias) const;
   std::optional<LibraryGroup> match_from(NodeId n) const;
   void match_tail(LibraryGroup& grp) const;
+  void match_norm(LibraryGroup& grp) const;
   bool bias_ok(ValueId c, ValueId out, int64_t channels, int channel_axis) const;
 
   const Graph& g_;
   std::vector<int> uses_;
   std::function<bool(const LibraryGroup&)> tuned_;
+  std::function<bool(const LibraryGroup&)> folds_norm_;
   std::vector<char> taken_, is_output_;
   std::vector<std::vector<NodeId>> consumers_;
 };
@@ -427,10 +431,59 @@ std::optional<LibraryGroup> Matcher::match_from(NodeId id) const {
   const bool tuned = grp.core != LibraryCore::conv && tuned_ && tuned_(grp);
   grp.tuned = tuned;
   if (tuned) match_tail(grp);
+  if (grp.core == LibraryCore::matmul && folds_norm_) match_norm(grp);
   // A product of two computed operands gains nothing from the library call on its own (eager MatMul is
   // the same oneDNN call), only from a template the autotuner may pick.
   if (grp.core == LibraryCore::batched_matmul && grp.nodes.size() == 1 && !tuned) return std::nullopt;
   return grp;
+}
+
+// The LayerNormalization whose output is the MatMul's A (see fuse_library.h), where the backend folds it.
+void Matcher::match_norm(LibraryGroup& grp) const {
+  const ValueId a = grp.inputs[0];
+  const NodeId ln = value(a).producer;
+  if (ln < 0 || taken_[size_t(ln)] || node(ln).op != OpKind::LayerNormalization || is_output_[size_t(a)]) return;
+  const Node& n = node(ln);
+  if (n.outputs.empty() || n.outputs[0] != a || n.inputs.size() < 2 || n.inputs.size() > 3 || !n.has_input(1)) return;
+  for (size_t i = 1; i < n.outputs.size(); ++i)  // Mean and InvStdDev unused
+    if (n.outputs[i] != kNoValue && (uses_[size_t(n.outputs[i])] > 0 || is_output_[size_t(n.outputs[i])])) return;
+  const ValueId x = n.inputs[0];
+  if (is_const(x) || !same_type(x, a)) return;
+  const TensorType& type = value(x).type;
+  const Dim& k = type.shape.back();
+  if (!k.is_static() || k.value < 1) return;
+  try {
+    const int64_t axis = n.attr_int("axis", -1);
+    if ((axis != -1 && axis != type.rank() - 1) || n.attr_int("stash_type", 1) != 1) return;  // f32 statistics
+    (void)n.attr_float("epsilon", 1e-5);
+  } catch (const UserError&) {
+    return;  // a malformed attribute: the eager node reports it
+  }
+  auto per_column = [&](ValueId v) {
+    return is_const(v) && value(v).type.dtype == type.dtype && value(v).constant->rank() == 1 &&
+           value(v).constant->numel() == k.value;
+  };
+  if (!per_column(n.inputs[1]) || (n.has_input(2) && !per_column(n.inputs[2]))) return;
+  // Other readers of the LayerNorm's output take it from this group, which runs at its last node.
+  bool read_outside = false;
+  for (NodeId r : consumers_[size_t(a)]) {
+    if (std::find(grp.nodes.begin(), grp.nodes.end(), r) != grp.nodes.end()) continue;
+    if (r < grp.nodes.back()) return;
+    read_outside = true;
+  }
+  LibraryGroup folded = grp;
+  folded.norm = ln;
+  folded.nodes.insert(folded.nodes.begin(), ln);
+  folded.inputs[0] = x;
+  folded.norm_scale = static_cast<int>(folded.inputs.size());
+  folded.inputs.push_back(n.inputs[1]);
+  if (n.has_input(2)) {
+    folded.norm_bias = static_cast<int>(folded.inputs.size());
+    folded.inputs.push_back(n.inputs[2]);
+  }
+  folded.norm_output = read_outside ? a : kNoValue;
+  folded.label = "layernorm+" + folded.label;
+  if (folds_norm_(folded)) grp = std::move(folded);
 }
 
 // The pointwise chain after the post-ops (gemm_tail.h); grp.output is the value before it.
@@ -482,7 +535,7 @@ std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<
 
 std::vector<LibraryGroup> find_library_groups(const Graph& g, const std::vector<char>& claimed,
                                               const FusionTarget& target) {
-  std::vector<LibraryGroup> groups = Matcher(g, claimed, target.tunes_gemm).run();
+  std::vector<LibraryGroup> groups = Matcher(g, claimed, target.tunes_gemm, target.folds_layer_norm).run();
   std::vector<char> taken(g.nodes.size(), 0);
   for (size_t i = 0; i < claimed.size() && i < taken.size(); ++i) taken[i] = claimed[i] != 0;
   for (const LibraryGroup& grp : groups)

@@ -11,7 +11,11 @@
 // the node alone, as a LibraryCore::softmax / log_softmax group; and, for a MatMul / Gemm group the
 // backend will tune (kiln's GEMM code may run it), a tail: the pointwise consumers after those
 // post-ops (gemm_tail.h), computed by generated code.
-// Every intermediate value has all of its uses inside the group and is not a graph output. The group
+// With a FusionTarget whose folds_layer_norm accepts it, a MatMul group also takes the LayerNormalization
+// in front of it (over the last axis, constant scale and bias): the backend folds it into the product
+// (the group's first node; `norm`). Its output, where other nodes read it, is the group's second output
+// (`norm_output`), provided those nodes all come after the group's last node.
+// Every other intermediate value has all of its uses inside the group and is not a graph output. The group
 // runs where its last node stood (the backend builds the call: BackendCompile::library_kernel).
 #pragma once
 #include <string>
@@ -54,6 +58,12 @@ struct LibraryGroup {
   std::vector<NodeId> tail;
   ValueId tail_input = kNoValue;
   std::vector<int> tail_inputs;
+  // A LayerNormalization folded into the product (matmul only): its node (nodes[0]); inputs[0] is then its
+  // input X, and its scale and bias are the inputs at norm_scale and norm_bias (-1: no bias, zeros). Its
+  // output is norm_output where nodes outside the group read it, else kNoValue.
+  NodeId norm = -1;
+  int norm_scale = -1, norm_bias = -1;
+  ValueId norm_output = kNoValue;
 };
 
 // Groups in topological order; no node in two groups; nodes for which claimed[node] != 0 are never

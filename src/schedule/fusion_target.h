@@ -21,10 +21,14 @@ struct FusionTarget {
   // Whether the backend tunes this MatMul / Gemm group's product, so that kiln's own GEMM code may run
   // it: such a group takes its pointwise tail, and a bare batched product becomes a group. Null: none.
   std::function<bool(const LibraryGroup&)> tunes_gemm;
+  // Whether the backend folds the LayerNormalization in front of this MatMul group into its product (asked
+  // with the LayerNorm joined: norm, norm_scale, norm_output set). Null: never.
+  std::function<bool(const LibraryGroup&)> folds_layer_norm;
 };
 
-// The target for `g` under `policy` (the router runs here, once) and a backend's GEMM rule.
+// The target for `g` under `policy` (the router runs here, once) and a backend's GEMM and LayerNorm rules.
 FusionTarget make_fusion_target(const Graph& g, const RoutingPolicy& policy,
-                                std::function<bool(const LibraryGroup&)> tunes_gemm);
+                                std::function<bool(const LibraryGroup&)> tunes_gemm,
+                                std::function<bool(const LibraryGroup&)> folds_layer_norm = nullptr);
 
 }  // namespace kiln::schedule

@@ -17,6 +17,7 @@
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_norm_fold.h"
 #include "backend/cuda/nvrtc.h"
 #endif
 
@@ -31,6 +32,8 @@ struct Counts {
   int half_kernels = 0;  // distinct kernels that read or write bf16 / f16 memory
   int attention = 0;     // attention groups (their kernel compiled once per variant)
   int softmax_outside = 0;  // Softmax nodes left to row kernels or node kernels (scores in memory)
+  int folded_norms = 0;     // LayerNorms folded into a product (as on an sm_90a GPU)
+  int norm_rows = 0;        // LayerNorms left in generated row kernels
   std::vector<std::string> missing;  // what has no device route
 };
 
@@ -55,6 +58,9 @@ class CudaCodegenBackend final : public backend::Backend {
     return backend::cuda::cuda_routing_thresholds();
   }
   bool tunes_gemm(const Graph&, const schedule::LibraryGroup&, const Options&) const override { return false; }
+  bool folds_layer_norm(const Graph& g, const schedule::LibraryGroup& group, const Options& options) const override {
+    return backend::cuda::cuda_folds_layer_norm(g, group, options, /*sm90a=*/true);
+  }
   std::unique_ptr<backend::BackendCompile> start_compile(const Options& options) const override {
     return std::make_unique<Compile>(counts_, options);
   }
@@ -67,6 +73,7 @@ class CudaCodegenBackend final : public backend::Backend {
     std::unique_ptr<backend::Kernel> library_kernel(const Graph& g, const schedule::LibraryGroup& group) override {
       if (!backend::cuda::has_library_route(g, group)) return nullptr;
       counts_.library++;
+      counts_.folded_norms += group.norm >= 0;
       return std::make_unique<Unrun>();
     }
     std::vector<std::unique_ptr<backend::Kernel>> generated_kernels(
@@ -74,7 +81,10 @@ class CudaCodegenBackend final : public backend::Backend {
       std::vector<std::unique_ptr<backend::Kernel>> kernels;
       for (const backend::GeneratedGroup& group : groups) {
         counts_.generated++;
-        for (NodeId n : group.nodes) counts_.softmax_outside += g.nodes[size_t(n)].op == OpKind::Softmax;
+        for (NodeId n : group.nodes) {
+          counts_.softmax_outside += g.nodes[size_t(n)].op == OpKind::Softmax;
+          counts_.norm_rows += g.nodes[size_t(n)].op == OpKind::LayerNormalization;
+        }
         const backend::cuda::GeneratedSource src = backend::cuda::emit_generated_cuda(group, options_);
         if (compiled_.insert(src.name).second) {
           const backend::cuda::CompiledCubin c = backend::cuda::compile_to_cubin(src.code, src.name + ".cu", "sm_90a");
@@ -168,6 +178,13 @@ TEST_P(CudaCodegenZoo, EveryKernelCompilesWithNvrtcAndEveryNodeHasADeviceRoute) 
   if (c.has_generated) {
     EXPECT_GT(counts.compiled, 0);
   }
+  // LayerNorms folded into the product after them (bf16 on a Hopper GPU): bert's 24 encoder ones and its
+  // embeddings' (into layer 0's Q/K/V product; the embeddings' Adds become a pointwise kernel); only the
+  // head's (before the padded vocabulary product, N = 30522) stays a row kernel.
+  if (c.name == std::string("bert")) {
+    EXPECT_EQ(counts.folded_norms, precision == "fp32" ? 0 : 25);
+    EXPECT_EQ(counts.norm_rows, precision == "fp32" ? 26 : 1);
+  }
   std::string list;
   for (const std::string& op : std::set<std::string>(counts.missing.begin(), counts.missing.end())) list += op + " ";
   EXPECT_EQ(list, "") << c.name << ": no device kernel for these ops";
@@ -176,7 +193,8 @@ TEST_P(CudaCodegenZoo, EveryKernelCompilesWithNvrtcAndEveryNodeHasADeviceRoute) 
   }
   std::cout << c.name << " " << precision << ": " << counts.attention << " attention groups, " << counts.half_kernels
             << " half kernels, " << counts.generated << " generated groups (" << counts.compiled
-            << " distinct kernels compiled), " << counts.library << " library groups, " << counts.nodes
+            << " distinct kernels compiled), " << counts.library << " library groups (" << counts.folded_norms
+            << " with a LayerNorm folded in, " << counts.norm_rows << " left in row kernels), " << counts.nodes
             << " lone nodes\n";
 #endif
 }

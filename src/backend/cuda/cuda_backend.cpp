@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_driver.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_norm_fold.h"
 #include "backend/cuda/cuda_runtime.h"
 #include "backend/cuda/nvrtc.h"
 #include "support/error.h"
@@ -79,6 +80,9 @@ std::string CudaBackend::device_key(const Options&) const {
 }
 
 Fusions CudaBackend::fusions(const Options& options) const { return cuda_fusions(options); }
+bool CudaBackend::folds_layer_norm(const Graph& g, const schedule::LibraryGroup& group, const Options& options) const {
+  return cuda_folds_layer_norm(g, group, options, compile_arch(runtime_->info()) == "sm_90a");
+}
 schedule::RoutingThresholds CudaBackend::routing_thresholds(const Options&) const { return cuda_routing_thresholds(); }
 
 Fusions cuda_fusions(const Options& options) {

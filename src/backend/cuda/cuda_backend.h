@@ -28,6 +28,7 @@ class CudaBackend final : public Backend {
   Fusions fusions(const Options& options) const override;
   schedule::RoutingThresholds routing_thresholds(const Options& options) const override;
   bool tunes_gemm(const Graph&, const schedule::LibraryGroup&, const Options&) const override { return false; }
+  bool folds_layer_norm(const Graph& g, const schedule::LibraryGroup& group, const Options& options) const override;
   std::unique_ptr<BackendCompile> start_compile(const Options& options) const override;
   const DeviceRuntime& runtime() const override;
 

@@ -53,7 +53,8 @@ GemmTemplateRoute::~GemmTemplateRoute() = default;
 std::unique_ptr<GemmTemplateRoute> GemmTemplateRoute::make(const CudaRuntime& runtime, const std::string& what,
                                                            DType dtype, int64_t k, int64_t n, bool trans_b,
                                                            const std::vector<float>& bias,
-                                                           GemmTemplateEpilogue epilogue, const Options& options) {
+                                                           GemmTemplateEpilogue epilogue, const Options& options,
+                                                           const RowNormFold* fold) {
   if (options.cuda_gemm_templates == "off" || compile_arch(runtime.info()) != "sm_90a") return nullptr;
   if (dtype != DType::bf16 && dtype != DType::f16) return nullptr;
   if (k % 8 != 0 || k == 0 || n == 0) return nullptr;
@@ -66,9 +67,23 @@ std::unique_ptr<GemmTemplateRoute> GemmTemplateRoute::make(const CudaRuntime& ru
   route->debug_ = options.debug_on("route");
   epilogue.bias = !bias.empty();
   if (epilogue.bias) route->bias_ = runtime.upload(Tensor::from_vector<float>(DType::f32, {n}, bias));
+  epilogue.row_norm = fold != nullptr;
+  if (fold) {
+    KILN_INTERNAL_CHECK(fold->weight_nk.shape() == std::vector<int64_t>({n, k}) && fold->weight_nk.dtype() == dtype &&
+                            fold->colsum.size() == size_t(n) && fold->gamma.size() == size_t(k) &&
+                            fold->beta.size() == size_t(k),
+                        "{}: a LayerNorm fold of other sizes", what);
+    route->folded_ = true;
+    route->weight_nk_ = runtime.upload(fold->weight_nk);
+    route->colsum_ = runtime.upload(Tensor::from_vector<float>(DType::f32, {n}, fold->colsum));
+    route->gamma_ = runtime.upload(Tensor::from_vector<float>(DType::f32, {k}, fold->gamma));
+    route->beta_ = runtime.upload(Tensor::from_vector<float>(DType::f32, {k}, fold->beta));
+    route->eps_ = fold->eps;
+  }
   // The configs whose shared memory this device gives (the template reads B K-major: [N,K]).
   const size_t limit = static_cast<size_t>(max_shared_optin(runtime.context()));
   for (const GemmTemplateConfig& c : hopper_gemm_template_configs()) {
+    if (epilogue.row_norm && c.split_k > 1) continue;  // a row's statistics need all of K in one block
     const GemmTemplateSpec spec{dtype, true, epilogue, c};
     if (gemm_template_shared_bytes(spec) <= limit) route->specs_.push_back(spec);
   }
@@ -103,6 +118,7 @@ void GemmTemplateRoute::build_all() const {
 }
 
 CUdeviceptr GemmTemplateRoute::weight_nk(CUdeviceptr b) const {
+  if (folded_) return device_ptr(weight_nk_);  // W', made with the route
   if (trans_b_) return b;  // already [N,K]
   std::lock_guard lock(mutex_);
   if (!weight_nk_.raw()) {
@@ -117,17 +133,21 @@ CUdeviceptr GemmTemplateRoute::weight_nk(CUdeviceptr b) const {
 }
 
 GemmTemplateArgs GemmTemplateRoute::args(int64_t m, CUdeviceptr a, CUdeviceptr b_nk, CUdeviceptr residual,
-                                         CUdeviceptr out) const {
+                                         CUdeviceptr out, CUdeviceptr y) const {
   GemmTemplateArgs x;
   x.a = a, x.b = b_nk, x.c = out, x.bias = bias_.raw() ? device_ptr(bias_) : 0, x.residual = residual;
   x.m = m, x.n = n_, x.k = k_, x.lda = k_, x.ldb = k_, x.ldc = n_, x.ldr = n_;
+  if (folded_) {
+    x.norm_colsum = device_ptr(colsum_), x.norm_gamma = device_ptr(gamma_), x.norm_beta = device_ptr(beta_);
+    x.norm_y = y, x.ldy = k_, x.norm_eps = eps_;
+  }
   return x;
 }
 
 void GemmTemplateRoute::run(int choice, int64_t m, CUdeviceptr a, CUdeviceptr b, CUdeviceptr residual,
-                            CUdeviceptr out) const {
+                            CUdeviceptr out, CUdeviceptr y) const {
   const GemmTemplateKernel& kernel = this->kernel(size_t(choice));
-  GemmTemplateArgs x = args(m, a, weight_nk(b), residual, out);
+  GemmTemplateArgs x = args(m, a, weight_nk(b), residual, out, y);
   x.workspace_bytes = kernel.workspace_bytes(m, n_);
   // Stream-ordered: freed after the product that reads it (inside a capture: the graph's own).
   const Tensor workspace =
@@ -144,7 +164,7 @@ int GemmTemplateRoute::choose(int64_t m, CUdeviceptr a, CUdeviceptr b, CUdevicep
     if (auto it = choices_.find(m); it != choices_.end()) return it->second;
   }
   // Whether a config takes the operands: the alignment of A, B's copy (256-byte aligned) and the residual.
-  const CUdeviceptr b_nk_alignment = trans_b_ ? b : 256;
+  const CUdeviceptr b_nk_alignment = trans_b_ && !folded_ ? b : 256;
   auto accepts = [&](size_t i) { return gemm_template_accepts(specs_[i], args(m, a, b_nk_alignment, residual, 0)); };
   // The library (with `on`, the first template that takes the operands).
   auto fallback = [&] {
@@ -158,7 +178,7 @@ int GemmTemplateRoute::choose(int64_t m, CUdeviceptr a, CUdeviceptr b, CUdevicep
   if (runtime_.capturing()) {
     const int f = fallback();
     std::lock_guard lock(mutex_);
-    const bool ready = f >= 0 && kernels_[size_t(f)] && (trans_b_ || weight_nk_.raw());
+    const bool ready = f >= 0 && kernels_[size_t(f)] && ((trans_b_ && !folded_) || weight_nk_.raw());
     return ready ? f : -1;
   }
   // Keyed by the candidates too (the choice is an index into them) and by whether the library may win.
@@ -225,9 +245,10 @@ int GemmTemplateRoute::measure(int64_t m, CUdeviceptr a, CUdeviceptr b, CUdevice
   }
   if (best < 0 && !library_allowed_) internal_error("{}: no GEMM template takes these operands", what_);
   if (debug_)
-    std::fprintf(stderr, "route: %s, %lld rows: %s (%.2f us; cuBLASLt with its epilogue %s)\n", what_.c_str(),
-                 (long long)m, best < 0 ? "cuBLASLt" : ("GEMM template " + gemm_config_name(specs_[size_t(best)].config)).c_str(),
-                 best_ms * 1e3, library_allowed_ ? fmt::format("{:.2f} us", library_ms * 1e3).c_str() : "not timed");
+    std::fprintf(stderr, "route: %s, %lld rows: %s (%.2f us; %s %s)\n", what_.c_str(), (long long)m,
+                 best < 0 ? "cuBLASLt" : ("GEMM template " + gemm_config_name(specs_[size_t(best)].config)).c_str(),
+                 best_ms * 1e3, folded_ ? "the LayerNorm kernel, then cuBLASLt with its epilogue" : "cuBLASLt with its epilogue",
+                 library_allowed_ ? fmt::format("{:.2f} us", library_ms * 1e3).c_str() : "not timed");
   return best;
 }
 

@@ -18,6 +18,7 @@
 #include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_gemm_route.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_norm_fold.h"
 #include "backend/cuda/device_ops.h"
 #include "codegen/cuda/emit_pointwise_cuda.h"
 #include "ops/node_runner.h"
@@ -72,7 +73,17 @@ class MatmulKernel final : public Kernel {
       if (bias.empty()) bias = b;
       else for (size_t i = 0; i < b.size(); ++i) bias[i] += b[i];
     }
-    if (modules) make_template_route(g, core, *group, options, bias);
+    if (modules && group->norm >= 0) {
+      // A folded LayerNorm: the unfolded path (its row kernel, then the product) and the folded template.
+      norm_row_ = make_norm_row_kernel(runtime, g, *group, options, *modules);
+      norm_output_ = group->norm_output != kNoValue;
+      std::vector<float> folded_bias = bias;
+      const RowNormFold fold = fold_layer_norm(g, core, *group, folded_bias);
+      template_ = make_template_route(g, core, *group, options, folded_bias, &fold);
+      unfolded_template_ = make_template_route(g, core, *group, options, bias);
+    } else if (modules) {
+      template_ = make_template_route(g, core, *group, options, bias);
+    }
     // In the output's dtype, as cuBLASLt adds it (bf16 / f16: one rounding of the f32 sum).
     if (!bias.empty()) {
       bias.resize(size_t(padded_n_ ? padded_n_ : n), 0.f);  // the padded columns' bias is never read
@@ -112,22 +123,59 @@ class MatmulKernel final : public Kernel {
       user_error("{}: residual of shape {} for an output of [{}]", what_, residual->shape_string(),
                  fmt::join(out_dims, ","));
     Tensor out = output_buffer(runtime_, args, 0, dtype_, out_dims, what_);
+    if (norm_row_.kernel) return launch_folded(args, a, b, residual, p, out_dims, out);
     if (out.numel() == 0) return {out};
-    if (template_ && p.k > 0) {
-      const CUdeviceptr res = residual ? device_ptr(*residual) : 0;
-      const int choice = template_->choose(p.m, device_ptr(a), device_ptr(b), res, [&](CUdeviceptr scratch) {
-        run_library(a, b, residual, p, out_dims, scratch);
-      });
-      if (choice >= 0) {
-        template_->run(choice, p.m, device_ptr(a), device_ptr(b), res, device_ptr(out));
-        return {out};
-      }
-    }
-    run_library(a, b, residual, p, out_dims, device_ptr(out));
+    run_product(template_.get(), a, b, residual, p, out_dims, device_ptr(out));
     return {out};
   }
 
+  // The product into `out_ptr` on the route's measured choice (a template or the library), or the library.
+  void run_product(const GemmTemplateRoute* route, const Tensor& a, const Tensor& b, const Tensor* residual,
+                   const GemmProblem& p, const std::vector<int64_t>& out_dims, CUdeviceptr out_ptr) const {
+    if (route && p.k > 0) {
+      const CUdeviceptr res = residual ? device_ptr(*residual) : 0;
+      const int choice = route->choose(p.m, device_ptr(a), device_ptr(b), res, [&](CUdeviceptr scratch) {
+        run_library(a, b, residual, p, out_dims, scratch);
+      });
+      if (choice >= 0) {
+        route->run(choice, p.m, device_ptr(a), device_ptr(b), res, out_ptr);
+        return;
+      }
+    }
+    run_library(a, b, residual, p, out_dims, out_ptr);
+  }
+
  private:
+  // A folded LayerNorm's group: A is the LayerNorm's input. The template that standardises A's rows as it
+  // multiplies (writing y, the LayerNorm's output, where other nodes read it), or the unfolded path: the
+  // LayerNorm's row kernel into y, then the product of y as an unfolded group runs it (its own measured
+  // choice of a template or cuBLASLt), so that the fold is chosen only where it beats the best of those.
+  std::vector<Tensor> launch_folded(const LaunchArgs& args, const Tensor& a, const Tensor& b, const Tensor* residual,
+                                    const GemmProblem& p, const std::vector<int64_t>& out_dims, const Tensor& out) const {
+    Tensor y = norm_output_ ? output_buffer(runtime_, args, 1, dtype_, a.shape(), what_) : Tensor();
+    auto outputs = [&]() -> std::vector<Tensor> { return norm_output_ ? std::vector<Tensor>{out, y} : std::vector<Tensor>{out}; };
+    if (out.numel() == 0) return outputs();
+    auto unfolded = [&](CUdeviceptr target) {
+      if (!y.raw()) y = runtime_.empty(dtype_, a.shape());  // stream-ordered scratch
+      std::vector<const Tensor*> inputs;
+      for (int slot : norm_row_.slots) inputs.push_back(args.inputs.at(size_t(slot)));
+      std::vector<Tensor> planned{y};
+      const std::vector<Tensor> made = norm_row_.kernel->launch(LaunchArgs{inputs, planned, args.max_tensor_bytes, args.stream});
+      KILN_INTERNAL_CHECK(made.size() == 1 && made[0].raw() == y.raw(), "{}: the LayerNorm's row kernel wrote elsewhere", what_);
+      run_product(unfolded_template_.get(), y, b, residual, p, out_dims, target);
+    };
+    if (template_ && p.k > 0) {
+      const CUdeviceptr res = residual ? device_ptr(*residual) : 0;
+      const int choice = template_->choose(p.m, device_ptr(a), device_ptr(b), res, unfolded);
+      if (choice >= 0) {
+        template_->run(choice, p.m, device_ptr(a), device_ptr(b), res, device_ptr(out), norm_output_ ? device_ptr(y) : 0);
+        return outputs();
+      }
+    }
+    unfolded(device_ptr(out));
+    return outputs();
+  }
+
   // The product on cuBLASLt (and the epilogue kernel after it) into `out_ptr` (out_dims, dtype_).
   void run_library(const Tensor& a, const Tensor& b, const Tensor* residual, GemmProblem p,
                    const std::vector<int64_t>& out_dims, CUdeviceptr out_ptr) const {
@@ -166,21 +214,22 @@ class MatmulKernel final : public Kernel {
 
   // The GEMM template route (cuda_gemm_route.h) where the template fuses this group's whole epilogue: a
   // 2-D constant weight, no scale, bias then GELU (erf) or ReLU then a residual, no other pointwise work.
-  void make_template_route(const Graph& g, const Node& core, const LibraryGroup& group, const Options& options,
-                           const std::vector<float>& bias) {
+  std::unique_ptr<GemmTemplateRoute> make_template_route(const Graph& g, const Node& core, const LibraryGroup& group,
+                                                         const Options& options, const std::vector<float>& bias,
+                                                         const RowNormFold* fold = nullptr) const {
     using schedule::LibraryActivation;
     const Value& w = g.value(core.inputs.at(1));
-    if (!w.constant || w.constant->rank() != 2 || padded_n_ || alpha_ != 1.f || trans_a_) return;
-    if (core_ != LibraryCore::matmul && core_ != LibraryCore::gemm) return;
-    if (group.act_after != LibraryActivation::none || !group.tail.empty()) return;
+    if (!w.constant || w.constant->rank() != 2 || padded_n_ || alpha_ != 1.f || trans_a_) return nullptr;
+    if (core_ != LibraryCore::matmul && core_ != LibraryCore::gemm) return nullptr;
+    if (group.act_after != LibraryActivation::none || !group.tail.empty()) return nullptr;
     GemmTemplateEpilogue e;
     if (group.act == LibraryActivation::gelu_erf) e.activation = GemmActivation::gelu;
     else if (group.act == LibraryActivation::relu) e.activation = GemmActivation::relu;
-    else if (group.act != LibraryActivation::none) return;
+    else if (group.act != LibraryActivation::none) return nullptr;
     e.residual = residual_input_ >= 0;
-    if (w.constant->dtype() != dtype_) return;
+    if (w.constant->dtype() != dtype_) return nullptr;
     const int64_t k = w.constant->dim(trans_b_ ? 1 : 0), n = w.constant->dim(trans_b_ ? 0 : 1);
-    template_ = GemmTemplateRoute::make(runtime_, what_, dtype_, k, n, trans_b_, bias, e, options);
+    return GemmTemplateRoute::make(runtime_, what_, dtype_, k, n, trans_b_, bias, e, options, fold);
   }
 
   // The row-major problem for these operands; `out_dims` gets the output's shape.
@@ -257,6 +306,9 @@ class MatmulKernel final : public Kernel {
   std::optional<EpilogueLaunch> epilogue_;  // what cuBLASLt does not fuse
   MatmulPlans plans_;
   std::unique_ptr<GemmTemplateRoute> template_;  // the wgmma template, where it may run this group
+  NormRowKernel norm_row_;    // a folded LayerNorm's row kernel (the unfolded path), or none
+  std::unique_ptr<GemmTemplateRoute> unfolded_template_;  // the unfolded path's product on the template
+  bool norm_output_ = false;  // the LayerNorm's output is the step's second output
 };
 
 }  // namespace
