@@ -178,12 +178,20 @@ TEST_P(CudaCodegenZoo, EveryKernelCompilesWithNvrtcAndEveryNodeHasADeviceRoute) 
   if (c.has_generated) {
     EXPECT_GT(counts.compiled, 0);
   }
-  // LayerNorms folded into the product after them (bf16 on a Hopper GPU): bert's 24 encoder ones and its
-  // embeddings' (into layer 0's Q/K/V product; the embeddings' Adds become a pointwise kernel); only the
-  // head's (before the padded vocabulary product, N = 30522) stays a row kernel.
+  // LayerNorms folded into the product after them (setting cuda_fold_layer_norm, off by default; bf16 on a
+  // Hopper GPU): bert's 24 encoder ones and its embeddings' (into layer 0's Q/K/V product; the embeddings'
+  // Adds become a pointwise kernel); only the head's (before the padded vocabulary product, N = 30522)
+  // stays a row kernel.
   if (c.name == std::string("bert")) {
-    EXPECT_EQ(counts.folded_norms, precision == "fp32" ? 0 : 25);
-    EXPECT_EQ(counts.norm_rows, precision == "fp32" ? 26 : 1);
+    EXPECT_EQ(counts.folded_norms, 0) << "folded by default";
+    EXPECT_EQ(counts.norm_rows, 26);
+    Options fold = options;
+    fold.cuda_fold_layer_norm = true;
+    Counts folded;
+    CudaCodegenBackend fold_backend(folded);
+    compiler::compile(import_onnx(path.string(), fold), fold_backend, fold, Mode::compiled, c.dims);
+    EXPECT_EQ(folded.folded_norms, precision == "fp32" ? 0 : 25);
+    EXPECT_EQ(folded.norm_rows, precision == "fp32" ? 26 : 1);
   }
   std::string list;
   for (const std::string& op : std::set<std::string>(counts.missing.begin(), counts.missing.end())) list += op + " ";

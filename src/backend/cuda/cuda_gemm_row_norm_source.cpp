@@ -28,9 +28,11 @@ struct KilnMoments {
 };
 // One K step of this thread's half row: consumer warp `warp` (rows at `rows`, 64 of 128 bytes, 128-byte
 // swizzled: a row's 16-byte pieces permuted within its own 128 bytes, piece p holding columns
-// 8 (p ^ row % 8) ..) reads with lane l the pieces 4 (l / 16) .. + 3 of row 16 warp + l % 16. `left`: the
-// K columns of this step that lie inside A (the TMA's zero fill past K must not count); `first`: the
-// unit's first step, where the shift is read (column 0 lies in piece row % 8).
+// 8 (p ^ row % 8) ..) reads with lane l four of the 8 pieces of row r = 16 warp + l % 16: pieces
+// (2 i + l / 16 + r) % 8, so that the 8 lanes of a shared-memory phase (8 rows) read 8 different pieces,
+// all 32 banks (the same piece of every row would be one bank group, 8-way conflicts). `left`: the K
+// columns of this step that lie inside A (the TMA's zero fill past K must not count); `first`: the unit's
+// first step, where the shift is read (column 0 lies in piece r % 8). Four pieces, four sums in flight.
 KILN_DEV void kiln_norm_step(unsigned rows, int warp, int lane, long long left, bool first, KilnMoments& s) {
   const int row = warp * 16 + lane % 16;
   const unsigned line = rows + 128u * (unsigned)row;
@@ -39,20 +41,24 @@ KILN_DEV void kiln_norm_step(unsigned rows, int warp, int lane, long long left, 
     asm volatile("ld.shared.u16 %0, [%1];" : "=h"(w) : "r"(line + 16u * (unsigned)(row % 8)));
     s.shift = kiln_word_to_f32(w);
   }
+  float s1[4], s2[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const int piece = (lane / 16) * 4 + i, col = 8 * (piece ^ (row % 8));
+    const int piece = (2 * i + lane / 16 + row) % 8, col = 8 * (piece ^ (row % 8));
     unsigned w[4];
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "r"(line + 16u * (unsigned)piece));
+    s1[i] = 0.0f, s2[i] = 0.0f;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const float v = kiln_word_to_f32((unsigned short)(w[j / 2] >> (16 * (j % 2))));
       const float d = col + j < left ? v - s.shift : 0.0f;
-      s.s1 += d;
-      s.s2 = fmaf(d, d, s.s2);
+      s1[i] += d;
+      s2[i] = fmaf(d, d, s2[i]);
     }
   }
+  s.s1 += (s1[0] + s1[1]) + (s1[2] + s1[3]);
+  s.s2 += (s2[0] + s2[1]) + (s2[2] + s2[3]);
 }
 // The row's mean and 1 / sqrt(variance + eps) (population variance over k columns) in both lanes whose
 // lane % 16 is its row.
