@@ -441,6 +441,9 @@ std::optional<LibraryGroup> Matcher::match_from(NodeId id) const {
 // The LayerNormalization whose output is the MatMul's A (see fuse_library.h), where the backend folds it.
 void Matcher::match_norm(LibraryGroup& grp) const {
   const ValueId a = grp.inputs[0];
+  // A group that also reads the LayerNorm's output elsewhere (its residual, a tail operand) would read a
+  // value its own step makes.
+  if (std::find(grp.inputs.begin() + 1, grp.inputs.end(), a) != grp.inputs.end()) return;
   const NodeId ln = value(a).producer;
   if (ln < 0 || taken_[size_t(ln)] || node(ln).op != OpKind::LayerNormalization || is_output_[size_t(a)]) return;
   const Node& n = node(ln);

@@ -112,10 +112,18 @@ TEST(FoldLayerNorm, OnlyReaderMeansNoSecondOutput) {
   EXPECT_EQ(groups[0].norm_bias, -1) << "no beta: zeros";
 }
 
-// What is refused: a reader of the LayerNorm's output that runs before the group's last node, the output
+// What is refused: the group itself reading the LayerNorm's output again (as its residual), a reader of
+// it that runs before the group's last node, the output
 // a graph output, another axis, f64 statistics (stash_type), its Mean output used, a non-constant scale.
 TEST(FoldLayerNorm, RefusedWhereTheFoldWouldChangeWhatRuns) {
   const char* cases[] = {
+      // the group's own residual is the LayerNorm's output
+      R"(graph g(%x: bf16[4,64], %w: bf16[64,64], %gamma: bf16[64]) -> (%o) {
+  %h = LayerNormalization(%x, %gamma) {epsilon=1e-05}
+  %q = MatMul(%h, %w)
+  %o = Add(%q, %h)
+}
+)",
       // %r reads %h between the MatMul and its bias Add
       R"(graph g(%x: bf16[4,64], %w: bf16[64,64], %b: bf16[64], %gamma: bf16[64]) -> (%q, %r) {
   %h = LayerNormalization(%x, %gamma) {epsilon=1e-05}

@@ -158,10 +158,16 @@ extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, 1) KILN_GEMM_
         // The previous step's products are done: its stage may be refilled. (The waits are unconditional:
         // ptxas serialises every wgmma when one sits on a divergent path.)
         kiln_wgmma_wait<1>();
+#ifdef EPI_NORM
+        __syncwarp();  // every lane's statistics reads of the stage come before lane 0 releases it
+#endif
         if (s > 0 && lane == 0) kiln_bar_arrive(bars + 8 * (STAGES + previous));
         previous = st;
       }
       kiln_wgmma_wait<0>();
+#ifdef EPI_NORM
+      __syncwarp();
+#endif
       if (steps > 0 && lane == 0) kiln_bar_arrive(bars + 8 * (STAGES + previous));
       kiln_fence_acc(acc);
 #ifdef EPI_NORM

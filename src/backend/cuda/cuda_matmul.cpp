@@ -78,8 +78,8 @@ class MatmulKernel final : public Kernel {
       norm_row_ = make_norm_row_kernel(runtime, g, *group, options, *modules);
       norm_output_ = group->norm_output != kNoValue;
       std::vector<float> folded_bias = bias;
-      const RowNormFold fold = fold_layer_norm(g, core, *group, folded_bias);
-      template_ = make_template_route(g, core, *group, options, folded_bias, &fold);
+      const std::optional<RowNormFold> fold = fold_layer_norm(g, core, *group, folded_bias);
+      if (fold) template_ = make_template_route(g, core, *group, options, folded_bias, &*fold);
       unfolded_template_ = make_template_route(g, core, *group, options, bias);
     } else if (modules) {
       template_ = make_template_route(g, core, *group, options, bias);

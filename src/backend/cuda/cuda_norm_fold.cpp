@@ -2,6 +2,7 @@
 #include "backend/cuda/cuda_norm_fold.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "backend/cuda/cuda_kernels.h"
 #include "schedule/fuse_library.h"
@@ -27,7 +28,8 @@ bool cuda_folds_layer_norm(const Graph& g, const LibraryGroup& group, const Opti
          group.act == LibraryActivation::relu;
 }
 
-RowNormFold fold_layer_norm(const Graph& g, const Node& core, const LibraryGroup& group, std::vector<float>& bias) {
+std::optional<RowNormFold> fold_layer_norm(const Graph& g, const Node& core, const LibraryGroup& group,
+                                           std::vector<float>& bias) {
   const Tensor& w = *g.value(core.inputs.at(1)).constant;  // [K, N]
   const Tensor& gamma = *g.value(group.inputs.at(size_t(group.norm_scale))).constant;
   const Tensor* beta = group.norm_bias >= 0 ? g.value(group.inputs.at(size_t(group.norm_bias))).constant.get() : nullptr;
@@ -60,6 +62,10 @@ RowNormFold fold_layer_norm(const Graph& g, const Node& core, const LibraryGroup
     bias[size_t(c)] = static_cast<float>(double(bias[size_t(c)]) + shift);
   }
   f.weight_nk = std::move(scaled);
+  for (int64_t c = 0; c < n; ++c)
+    if (!std::isfinite(f.colsum[size_t(c)]) || !std::isfinite(bias[size_t(c)])) return std::nullopt;
+  for (int64_t e = 0; e < n * k; ++e)
+    if (!std::isfinite(bf16 ? bf16_to_float(out[e]) : half_to_float(out[e]))) return std::nullopt;
   return f;
 }
 

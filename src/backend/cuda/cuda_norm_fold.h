@@ -7,6 +7,7 @@
 // the rows of x on the fly (GemmTemplateEpilogue::row_norm), so the LayerNorm needs no kernel of its own.
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backend/backend.h"
@@ -25,9 +26,10 @@ class ModuleCache;
 bool cuda_folds_layer_norm(const Graph& g, const schedule::LibraryGroup& group, const Options& options, bool sm90a);
 
 // The folded constants for `group` (norm set) whose MatMul `core` has the constant weight W [K,N]; `bias`
-// (one f32 per output column, or empty) gains beta W.
-RowNormFold fold_layer_norm(const Graph& g, const Node& core, const schedule::LibraryGroup& group,
-                            std::vector<float>& bias);
+// (one f32 per output column, or empty) gains beta W. Nullopt where a folded value is not finite (gamma W
+// past fp16's range): the group then runs unfolded.
+std::optional<RowNormFold> fold_layer_norm(const Graph& g, const Node& core, const schedule::LibraryGroup& group,
+                                           std::vector<float>& bias);
 
 // The group's LayerNorm alone as kiln's generated row kernel, and where its inputs are among the group's
 // inputs (slots[i] for the kernel's input i).
