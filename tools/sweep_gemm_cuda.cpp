@@ -35,6 +35,7 @@
 #include "backend/cuda/cuda_gemm_template.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_runtime.h"
+#include "codegen/cuda/emit_row_cuda.h"
 #include "codegen/cuda/scalar_cuda.h"
 #include "kiln/tensor.h"
 #include "runtime/backends.h"
@@ -78,11 +79,8 @@ extern "C" __global__ void __launch_bounds__(256) {}(unsigned short* y, const un
 }
 
 std::string layernorm_pass_source(const std::string& name) {
-  return std::string(codegen::cuda::cuda_scalar_preamble()) + fmt::format(R"(
-__device__ float kiln_warp_sum(float v) {{
-  for (int d = 16; d > 0; d /= 2) v += __shfl_xor_sync(0xffffffffu, v, d);
-  return v;
-}}
+  return std::string(codegen::cuda::cuda_scalar_preamble()) + std::string(codegen::cuda::cuda_row_preamble()) +
+         fmt::format(R"(
 extern "C" __global__ void __launch_bounds__(256) {}(const unsigned short* x, unsigned short* y, long long rows,
                                                     long long cols, float eps) {{
   const long long row = (long long)blockIdx.x * 8 + threadIdx.x / 32;
@@ -91,13 +89,13 @@ extern "C" __global__ void __launch_bounds__(256) {}(const unsigned short* x, un
   const unsigned short* xr = x + row * cols;
   float s = 0.0f;
   for (long long c = lane; c < cols; c += 32) s += kiln_bf16_to_f32(xr[c]);
-  const float mean = kiln_warp_sum(s) / (float)cols;
+  const float mean = kiln_warp_reduce<kiln_sum_op>(s) / (float)cols;
   float v = 0.0f;
   for (long long c = lane; c < cols; c += 32) {{
     const float d = kiln_bf16_to_f32(xr[c]) - mean;
     v += d * d;
   }}
-  const float rstd = 1.0f / sqrtf(kiln_warp_sum(v) / (float)cols + eps);
+  const float rstd = 1.0f / sqrtf(kiln_warp_reduce<kiln_sum_op>(v) / (float)cols + eps);
   for (long long c = lane; c < cols; c += 32) y[row * cols + c] = kiln_f32_to_bf16((kiln_bf16_to_f32(xr[c]) - mean) * rstd);
 }}
 )", name);

@@ -74,6 +74,7 @@ std::unique_ptr<GemmTemplateRoute> GemmTemplateRoute::make(const CudaRuntime& ru
                             fold->beta.size() == size_t(k),
                         "{}: a LayerNorm fold of other sizes", what);
     route->folded_ = true;
+    route->trans_b_ = false;  // its weight is the fold's own [N,K] copy, made here
     route->weight_nk_ = runtime.upload(fold->weight_nk);
     route->colsum_ = runtime.upload(Tensor::from_vector<float>(DType::f32, {n}, fold->colsum));
     route->gamma_ = runtime.upload(Tensor::from_vector<float>(DType::f32, {k}, fold->gamma));
@@ -118,7 +119,6 @@ void GemmTemplateRoute::build_all() const {
 }
 
 CUdeviceptr GemmTemplateRoute::weight_nk(CUdeviceptr b) const {
-  if (folded_) return device_ptr(weight_nk_);  // W', made with the route
   if (trans_b_) return b;  // already [N,K]
   std::lock_guard lock(mutex_);
   if (!weight_nk_.raw()) {
@@ -164,7 +164,7 @@ int GemmTemplateRoute::choose(int64_t m, CUdeviceptr a, CUdeviceptr b, CUdevicep
     if (auto it = choices_.find(m); it != choices_.end()) return it->second;
   }
   // Whether a config takes the operands: the alignment of A, B's copy (256-byte aligned) and the residual.
-  const CUdeviceptr b_nk_alignment = trans_b_ && !folded_ ? b : 256;
+  const CUdeviceptr b_nk_alignment = trans_b_ ? b : 256;
   auto accepts = [&](size_t i) { return gemm_template_accepts(specs_[i], args(m, a, b_nk_alignment, residual, 0)); };
   // The library (with `on`, the first template that takes the operands).
   auto fallback = [&] {
@@ -178,7 +178,7 @@ int GemmTemplateRoute::choose(int64_t m, CUdeviceptr a, CUdeviceptr b, CUdevicep
   if (runtime_.capturing()) {
     const int f = fallback();
     std::lock_guard lock(mutex_);
-    const bool ready = f >= 0 && kernels_[size_t(f)] && ((trans_b_ && !folded_) || weight_nk_.raw());
+    const bool ready = f >= 0 && kernels_[size_t(f)] && (trans_b_ || weight_nk_.raw());
     return ready ? f : -1;
   }
   // Keyed by the candidates too (the choice is an index into them) and by whether the library may win.

@@ -129,20 +129,21 @@ class MatmulKernel final : public Kernel {
     return {out};
   }
 
-  // The product into `out_ptr` on the route's measured choice (a template or the library), or the library.
+  // The product into `out_ptr` on the route's measured choice (a template, or `library`: by default
+  // run_library), or `library`. A folded route also writes y (if not 0).
   void run_product(const GemmTemplateRoute* route, const Tensor& a, const Tensor& b, const Tensor* residual,
-                   const GemmProblem& p, const std::vector<int64_t>& out_dims, CUdeviceptr out_ptr) const {
+                   const GemmProblem& p, const std::vector<int64_t>& out_dims, CUdeviceptr out_ptr,
+                   std::function<void(CUdeviceptr)> library = nullptr, CUdeviceptr y = 0) const {
+    if (!library) library = [&](CUdeviceptr target) { run_library(a, b, residual, p, out_dims, target); };
     if (route && p.k > 0) {
       const CUdeviceptr res = residual ? device_ptr(*residual) : 0;
-      const int choice = route->choose(p.m, device_ptr(a), device_ptr(b), res, [&](CUdeviceptr scratch) {
-        run_library(a, b, residual, p, out_dims, scratch);
-      });
+      const int choice = route->choose(p.m, device_ptr(a), device_ptr(b), res, library);
       if (choice >= 0) {
-        route->run(choice, p.m, device_ptr(a), device_ptr(b), res, out_ptr);
+        route->run(choice, p.m, device_ptr(a), device_ptr(b), res, out_ptr, y);
         return;
       }
     }
-    run_library(a, b, residual, p, out_dims, out_ptr);
+    library(out_ptr);
   }
 
  private:
@@ -164,15 +165,8 @@ class MatmulKernel final : public Kernel {
       KILN_INTERNAL_CHECK(made.size() == 1 && made[0].raw() == y.raw(), "{}: the LayerNorm's row kernel wrote elsewhere", what_);
       run_product(unfolded_template_.get(), y, b, residual, p, out_dims, target);
     };
-    if (template_ && p.k > 0) {
-      const CUdeviceptr res = residual ? device_ptr(*residual) : 0;
-      const int choice = template_->choose(p.m, device_ptr(a), device_ptr(b), res, unfolded);
-      if (choice >= 0) {
-        template_->run(choice, p.m, device_ptr(a), device_ptr(b), res, device_ptr(out), norm_output_ ? device_ptr(y) : 0);
-        return outputs();
-      }
-    }
-    unfolded(device_ptr(out));
+    run_product(template_.get(), a, b, residual, p, out_dims, device_ptr(out), unfolded,
+                norm_output_ ? device_ptr(y) : 0);
     return outputs();
   }
 

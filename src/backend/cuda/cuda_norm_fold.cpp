@@ -62,10 +62,9 @@ std::optional<RowNormFold> fold_layer_norm(const Graph& g, const Node& core, con
     bias[size_t(c)] = static_cast<float>(double(bias[size_t(c)]) + shift);
   }
   f.weight_nk = std::move(scaled);
+  // A weight past fp16's range is infinite, and so is its column's sum.
   for (int64_t c = 0; c < n; ++c)
     if (!std::isfinite(f.colsum[size_t(c)]) || !std::isfinite(bias[size_t(c)])) return std::nullopt;
-  for (int64_t e = 0; e < n * k; ++e)
-    if (!std::isfinite(bf16 ? bf16_to_float(out[e]) : half_to_float(out[e]))) return std::nullopt;
   return f;
 }
 
