@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs a model with ONNX Runtime (onnxruntime-node, CPU) on .npy inputs and writes .npy outputs:
 // the peer and oracle kiln is compared against.
-// usage: ort_run.js MODEL OUT_DIR [--threads N] [--iters N] [--warmup N] NAME=FILE.npy...
+// usage: ort_run.js MODEL OUT_DIR [--threads N] [--iters N] [--warmup N] [--optimization LEVEL] NAME=FILE.npy...
+// (LEVEL: ONNX Runtime's graph optimization level, disabled, basic, extended or all, the default)
 // Prints one JSON line: {"latency_ms": median, "times_ms": [...], "outputs": [...]}.
 'use strict';
 const fs = require('fs');
@@ -59,7 +60,7 @@ function writeNpy(file, tensor) {
 
 async function main() {
   const args = process.argv.slice(2);
-  const opts = { threads: 0, iters: 1, warmup: 0 };
+  const opts = { threads: 0, iters: 1, warmup: 0, level: 'all' };
   const pos = [], feeds = {};
   const ort = loadOrt();
   for (let i = 0; i < args.length; ++i) {
@@ -67,6 +68,7 @@ async function main() {
     if (a === '--threads') opts.threads = Number(args[++i]);
     else if (a === '--iters') opts.iters = Number(args[++i]);
     else if (a === '--warmup') opts.warmup = Number(args[++i]);
+    else if (a === '--optimization') opts.level = args[++i];  // disabled, basic, extended or all
     else if (a.includes('=')) {
       const [name, file] = [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)];
       const t = readNpy(file);
@@ -74,7 +76,7 @@ async function main() {
     } else pos.push(a);
   }
   const [model, outDir] = pos;
-  const so = { graphOptimizationLevel: 'all', executionMode: 'sequential', interOpNumThreads: 1 };
+  const so = { graphOptimizationLevel: opts.level, executionMode: 'sequential', interOpNumThreads: 1 };
   if (opts.threads > 0) so.intraOpNumThreads = opts.threads;
   const session = await ort.InferenceSession.create(model, so);
   for (let i = 0; i < opts.warmup; ++i) await session.run(feeds);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """For the GPU machine (python3 with onnx 1.23, onnxruntime 1.30, numpy): the zoo bert quantized by
 onnxruntime.quantization.quantize_static in QDQ format, ORT's own int8 and fp32 runs on the same seeded
-inputs, and what ORT fused the QDQ graph into. NOT RUN YET (written 2026-12-07; the device budget was gone).
+inputs, and what ORT fused the QDQ graph into.
 
 usage (repo root, on the device):
   python3 scripts/make_zoo_weights.py bert /tmp/zoo-bert
@@ -9,17 +9,16 @@ usage (repo root, on the device):
       [--calib 16] [--threads 16] [--skeleton]
 writes /tmp/qbert/bert_qdq.onnx, inputs/*.npy (kiln run --input NAME=FILE), ort_fp32/*.npy, ort_int8/*.npy,
 and prints op counts (quantized and ORT-optimized), latencies and the int8-vs-fp32 error.
---skeleton also writes bert_qdq_skeleton.onnx (every initializer over 1 MiB left out: the int8 weights) and
-skeleton.json (for each left-out '<w>_quantized': source <w>, axis, sha256) so that a machine without
-onnxruntime can rebuild the int8 weights from the zoo's fp32 ones with quantize_nparray's formula,
-q = clip(round(w / scale) + zero_point) in f32, and check each against the hash (the model itself is
-over the device tool's 16 MiB-a-file limit).
+--skeleton also writes bert_qdq_skeleton.onnx and skeleton.json (scripts/qdq/skeleton.py: the int8 weights
+and the float initializers the zoo model holds left out, with what rebuilds them); scripts/qdq/
+rebuild_qdq_bert.py puts them back on a machine without onnxruntime (the model itself is over the device
+tool's 16 MiB-a-file limit).
 """
 import argparse
 import collections
-import hashlib
 import json
 import os
+import sys
 import time
 
 import numpy as np
@@ -111,19 +110,10 @@ y32, y8 = s32.run(None, x)[0], s8.run(None, x)[0]
 print(f'ORT int8 vs fp32: rel L2 {np.linalg.norm(y8 - y32) / np.linalg.norm(y32):.3g}, max abs {np.abs(y8 - y32).max():.3g}')
 
 if a.skeleton:
-    left, keep = {}, []
-    for t in q.graph.initializer:
-        if len(t.raw_data) > (1 << 20) and t.name.endswith('_quantized'):
-            axis = None
-            for n in q.graph.node:
-                if n.op_type == 'DequantizeLinear' and n.input[0] == t.name:
-                    axis = next((at.i for at in n.attribute if at.name == 'axis'), None)
-            left[t.name] = {'source': t.name[:-len('_quantized')], 'axis': axis, 'dtype': t.data_type,
-                            'dims': list(t.dims), 'sha256': hashlib.sha256(t.raw_data).hexdigest()}
-        else:
-            keep.append(t)
-    del q.graph.initializer[:]
-    q.graph.initializer.extend(keep)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import skeleton
+    left = skeleton.make_skeleton(q, onnx.load(a.model))
     onnx.save(q, os.path.join(a.out, 'bert_qdq_skeleton.onnx'))
     json.dump(left, open(os.path.join(a.out, 'skeleton.json'), 'w'), indent=1)
-    print(f'skeleton: {len(left)} initializers left out')
+    fixes = sum(len(e.get('fix', [])) for e in left.values())
+    print(f'skeleton: {len(left)} initializers left out, {fixes} weight values where the formula disagrees')
