@@ -52,6 +52,9 @@ struct Fusions {
   // Flattened Gemms between two Reshapes become MatMuls over the unflattened activation
   // (passes/gemm_as_matmul.cpp), so that a residual Add or an activation after them joins the product.
   bool gemm_as_matmul = false;
+  // MatMuls of two DequantizeLinear outputs become MatMulInteger times the scales' product
+  // (passes/integer_matmuls.cpp): the backend runs 8-bit products with exact i32 sums.
+  bool integer_matmul = false;
 };
 
 // What a compile's tuning did, for RunStats and the terminal.

@@ -61,6 +61,13 @@ void drop_fusion_groups(Graph& g) {
   for (Node& n : g.nodes) n.group = -1;
 }
 
+// Whether the graph holds an 8-bit constant (a quantized weight): the others skip integer_matmuls (and its dump).
+bool has_8bit_constant(const Graph& g) {
+  return std::any_of(g.values.begin(), g.values.end(), [](const Value& v) {
+    return v.constant && (v.constant->dtype() == DType::u8 || v.constant->dtype() == DType::i8);
+  });
+}
+
 }  // namespace
 
 Executable compile(Graph graph, const backend::Backend& backend, const Options& options, Mode mode,
@@ -76,6 +83,8 @@ Executable compile(Graph graph, const backend::Backend& backend, const Options& 
   PassList passes(g, options);
   passes.run("import", [&] { drop_fusion_groups(g); });
   passes.run("bind_dims", [&] { bind_dims(g, dims); });  // before inference: sizes from the inputs flow everywhere
+  if (fuse.integer_matmul && has_8bit_constant(g))  // before folding, which would turn 8-bit weights into f32 ones
+    passes.run("integer_matmuls", [&] { integer_matmuls(g, options); });
   passes.run("infer_shapes_fold", [&] {  // an If whose cond folds is replaced by its branch here
     infer_shapes(g, options, /*fold=*/true);
     fold_and_inline_ifs(g, options);

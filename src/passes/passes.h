@@ -48,6 +48,12 @@ int merge_sibling_matmuls(Graph& g);
 // with it (gemm_as_matmul.cpp). Returns the number of Gemms rewritten.
 int gemm_as_matmul(Graph& g);
 
+// MatMul(DequantizeLinear(a), DequantizeLinear(w)) becomes Mul(Cast<f32>(MatMulInteger(a, w, a_zero_point)),
+// a_scale * w_scale) where a is u8 / i8 with scalar scale and zero point, w a constant i8 [K, N] with zero
+// point 0 and a scalar or per-column scale (integer_matmuls.cpp; the DequantizeLinears as the importer
+// writes them, before folding: types inferred, nothing folded yet). Returns the number rewritten.
+int integer_matmuls(Graph& g, const Options& options);
+
 // CastLike(x, like) becomes Cast(x, to = like's element type) (cast_like_as_cast.cpp; types must be
 // inferred). Returns the number rewritten.
 int cast_like_as_cast(Graph& g);

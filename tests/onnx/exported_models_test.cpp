@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "common/processes.h"
+#include "kernels/onednn/onednn.h"
 #include "kiln/session.h"
 #include "kiln/tensor_io.h"
 #include "onnx_test_util.h"
@@ -208,6 +209,17 @@ TEST_P(ExportedModels, MatchOnnxRuntime) {
       const RunStats st = s.stats();
       std::cout << "[ kernels  ] " << c.label << ": ops " << st.ops << ", kernels " << st.kernels << ", fused_kernels "
                 << st.fused_kernels << ", library_kernels " << st.library_kernels << "\n";
+    }
+    if (mode == Mode::compiled && c.rule == Rule::qdq) {  // the weights' products on 8-bit integers
+      int integer = 0, float_weights = 0;
+      for (const Node& n : s.graph().nodes) {
+        integer += n.op == OpKind::MatMulInteger;
+        float_weights += n.op == OpKind::MatMul && s.graph().value(n.inputs.at(1)).constant != nullptr;
+      }
+      std::cout << "[ integer  ] " << c.label << ": " << integer << " MatMulInteger, " << float_weights
+                << " float MatMuls with a constant weight\n";
+      if (onednn::has_exact_integer_matmul() && (integer == 0 || float_weights != 0))
+        failures.push_back("compiled: a weight's product is not an integer one");
     }
   } catch (const std::exception& e) {
     failures.push_back(std::string("kiln failed: ") + e.what());

@@ -19,6 +19,7 @@
 #include "codegen/cpu/emit_pointwise.h"
 #include "codegen/cpu/emit_row.h"
 #include "codegen/cpu/kernel_cache.h"
+#include "kernels/onednn/onednn.h"
 #include "ops/node_runner.h"
 #include "support/checked_math.h"
 #include "support/dump.h"
@@ -190,9 +191,10 @@ class CpuCompile final : public BackendCompile {
 
 std::string CpuBackend::device_key(const Options& options) const { return cpu::device_key(options); }
 
-Fusions CpuBackend::fusions(const Options&) const {
+Fusions CpuBackend::fusions(const Options& options) const {
   if (reference_) return {};  // the oracle: every node on its plain fp64 loops
-  return Fusions{.library = true, .rows = true, .pointwise = true, .half_generated = true};
+  return Fusions{.library = true, .rows = true, .pointwise = true, .half_generated = true,
+                 .integer_matmul = options.integer_matmul && onednn::has_exact_integer_matmul()};
 }
 
 schedule::RoutingThresholds CpuBackend::routing_thresholds(const Options& options) const {

@@ -16,7 +16,7 @@ using namespace detail;
 using dt = dnnl::memory::data_type;
 
 // (2^31 - 1) / (255 * 128): the longest K whose sums of (A - zp) * B cannot leave i32.
-constexpr int64_t kMaxExactK = 65793;
+static_assert(kMaxExactIntegerK == (int64_t{1} << 31) / (255 * 128));
 
 struct IntegerMatmulEntry {
   bool implemented = false;
@@ -71,7 +71,7 @@ std::shared_ptr<const IntegerMatmulEntry> entry(const IntegerMatmulDesc& d) {
                       "onednn::matmul_integer: bad rank {}", rank);
   KILN_INTERNAL_CHECK(d.a_signed ? d.a_zero_point >= -128 && d.a_zero_point <= 127 : d.a_zero_point >= 0 && d.a_zero_point <= 255,
                       "onednn::matmul_integer: zero point {} outside A's type", d.a_zero_point);
-  KILN_INTERNAL_CHECK(s.a_dims.back() <= kMaxExactK, "onednn::matmul_integer: K = {} could overflow the i32 sums",
+  KILN_INTERNAL_CHECK(s.a_dims.back() <= kMaxExactIntegerK, "onednn::matmul_integer: K = {} could overflow the i32 sums",
                       s.a_dims.back());
   KILN_INTERNAL_CHECK(d.scales.size() <= 1 || int64_t(d.scales.size()) == s.c_dims.back(),
                       "onednn::matmul_integer: {} scales for {} columns", d.scales.size(), s.c_dims.back());
@@ -87,6 +87,16 @@ std::shared_ptr<const IntegerMatmulEntry> entry(const IntegerMatmulDesc& d) {
 }  // namespace
 
 std::string integer_matmul_implementation(const IntegerMatmulDesc& desc) { return entry(desc)->implementation; }
+
+bool has_exact_integer_matmul() {
+  static const bool exact = [] {
+    IntegerMatmulDesc d;
+    d.shape = {{4, 64}, {64, 1}, {64, 16}, {16, 1}, {4, 16}};
+    d.a_zero_point = 1;
+    return entry(d)->implemented;
+  }();
+  return exact;
+}
 
 bool matmul_integer(const IntegerMatmulDesc& d, const void* a, const int8_t* b, void* c) {
   auto e = entry(d);

@@ -39,6 +39,10 @@ bool matmul_integer(const IntegerMatmulDesc& desc, const void* a, const int8_t* 
 // The oneDNN implementation matmul_integer uses for `desc` ("brg:avx512_core_vnni"), or the one it
 // refused, after "refused: "; empty where oneDNN has none.
 std::string integer_matmul_implementation(const IntegerMatmulDesc& desc);
+// Whether matmul_integer runs here (this CPU has VNNI or AMX), probed once with a small u8 x i8 product.
+bool has_exact_integer_matmul();
+// The longest K whose i32 sums of (A - zero point) * B cannot overflow.
+constexpr int64_t kMaxExactIntegerK = 65793;
 
 // Convolution in ONNX layouts: src [N, C, spatial..], weights [OC, C/groups, kernel..], dst
 // [N, OC, out..]; 1 to 3 spatial dims. Dilations are ONNX's (1 = dense). Pads may be asymmetric.

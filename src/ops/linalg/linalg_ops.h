@@ -13,6 +13,7 @@ namespace kiln::linalg_ops {
 
 // One registration function per source file of this folder (register.cpp calls them all).
 void register_matmul_ops(OpRegistry& r);  // MatMul, Gemm
+void register_matmul_integer_ops(OpRegistry& r);  // MatMulInteger
 void register_conv_ops(OpRegistry& r);    // Conv, ConvTranspose
 void register_pool_ops(OpRegistry& r);    // MaxPool, AveragePool, GlobalAveragePool
 void register_resize_op(OpRegistry& r);   // Resize
@@ -21,6 +22,22 @@ void register_det_op(OpRegistry& r);      // Det
 void register_grid_sample_op(OpRegistry& r);  // GridSample
 void register_spectral_ops(OpRegistry& r);    // STFT, MelWeightMatrix
 void register_roi_align_op(OpRegistry& r);    // RoiAlign
+
+// ---- MatMul geometry, shared by MatMul and MatMulInteger ----
+
+constexpr int64_t kTinyProduct = 4096;  // multiply-adds below which a product skips oneDNN
+
+// numpy's matmul shape of a x b (1-D operands promoted, batch dims broadcast); fails through ctx.
+Shape matmul_shape(InferContext& ctx, const TensorType& a, const TensorType& b);
+// Static geometry of a MatMul: 1-D operands promoted, batch dims aligned and broadcast.
+struct MatmulGeometry {
+  std::vector<int64_t> batch, a_batch, b_batch;  // same length; operands have 1 where absent
+  int64_t M = 1, K = 1, N = 1;
+  int64_t batch_count = 1;
+};
+MatmulGeometry matmul_geometry(const Node& node, const Tensor& a, const Tensor& b);
+// Offsets (in elements) of A's and B's matrix for flat batch index `i`.
+void batch_offsets(const MatmulGeometry& g, int64_t i, int64_t& a_off, int64_t& b_off);
 
 // A user error naming the node (same wording as InferContext::fail), for kernels and shared helpers.
 template <class... Args>

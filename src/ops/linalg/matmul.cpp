@@ -19,19 +19,7 @@ void axpy_row(float* __restrict acc, const float* __restrict x, float a, int64_t
   for (int64_t j = 0; j < n; ++j) acc[j] += a * x[j];
 }
 
-namespace {
-
-constexpr int64_t kTinyProduct = 4096;  // multiply-adds below which f32 skips oneDNN
-
-bool matmul_dtype_ok(DType t) { return is_float(t) || t == DType::i32 || t == DType::i64; }
-
-// ---------------------------------------------------------------- MatMul
-
-std::vector<TensorType> infer_matmul(InferContext& ctx) {
-  const TensorType& a = ctx.in(0);
-  const TensorType& b = ctx.in(1);
-  if (a.dtype != b.dtype) ctx.fail("inputs have different dtypes: {} and {}", dtype_name(a.dtype), dtype_name(b.dtype));
-  if (!matmul_dtype_ok(a.dtype)) ctx.fail("dtype {} is not supported", dtype_name(a.dtype));
+Shape matmul_shape(InferContext& ctx, const TensorType& a, const TensorType& b) {
   if (a.rank() < 1 || b.rank() < 1) ctx.fail("inputs must have rank >= 1, got {} and {}", type_string(a), type_string(b));
   const Dim& ka = a.shape.back();
   const Dim& kb = b.rank() == 1 ? b.shape[0] : b.shape[b.shape.size() - 2];
@@ -44,15 +32,8 @@ std::vector<TensorType> infer_matmul(InferContext& ctx) {
   if (b.rank() >= 2) out.push_back(b.shape.back());
   if (static_cast<int64_t>(out.size()) > ctx.max_rank())
     ctx.fail("output rank {} exceeds max_rank ({})", out.size(), ctx.max_rank());
-  return {TensorType{a.dtype, out}};
+  return out;
 }
-
-// Static geometry of a MatMul: 1-D operands promoted, batch dims aligned and broadcast.
-struct MatmulGeometry {
-  std::vector<int64_t> batch, a_batch, b_batch;  // same length; operands have 1 where absent
-  int64_t M = 1, K = 1, N = 1;
-  int64_t batch_count = 1;
-};
 
 MatmulGeometry matmul_geometry(const Node& node, const Tensor& a, const Tensor& b) {
   MatmulGeometry g;
@@ -74,7 +55,6 @@ MatmulGeometry matmul_geometry(const Node& node, const Tensor& a, const Tensor& 
   return g;
 }
 
-// Offsets (in elements) of A's and B's matrix for flat batch index `i`.
 void batch_offsets(const MatmulGeometry& g, int64_t i, int64_t& a_off, int64_t& b_off) {
   a_off = 0;
   b_off = 0;
@@ -87,6 +67,20 @@ void batch_offsets(const MatmulGeometry& g, int64_t i, int64_t& a_off, int64_t& 
     a_stride *= g.a_batch[d];
     b_stride *= g.b_batch[d];
   }
+}
+
+namespace {
+
+bool matmul_dtype_ok(DType t) { return is_float(t) || t == DType::i32 || t == DType::i64; }
+
+// ---------------------------------------------------------------- MatMul
+
+std::vector<TensorType> infer_matmul(InferContext& ctx) {
+  const TensorType& a = ctx.in(0);
+  const TensorType& b = ctx.in(1);
+  if (a.dtype != b.dtype) ctx.fail("inputs have different dtypes: {} and {}", dtype_name(a.dtype), dtype_name(b.dtype));
+  if (!matmul_dtype_ok(a.dtype)) ctx.fail("dtype {} is not supported", dtype_name(a.dtype));
+  return {TensorType{a.dtype, matmul_shape(ctx, a, b)}};
 }
 
 template <class T>

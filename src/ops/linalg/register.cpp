@@ -4,6 +4,7 @@ namespace kiln {
 
 void register_linalg_ops(OpRegistry& r) {
   linalg_ops::register_matmul_ops(r);
+  linalg_ops::register_matmul_integer_ops(r);
   linalg_ops::register_conv_ops(r);
   linalg_ops::register_pool_ops(r);
   linalg_ops::register_resize_op(r);
