@@ -77,11 +77,13 @@ std::optional<std::vector<int64_t>> reshape_target(const Graph& g, const Node& r
 }
 
 std::optional<Parameter> parameter(const Graph& g, ValueId v) {
-  constexpr int64_t kMaxValues = 65536;  // one per column at most: a weight is not a parameter
-  const Node* outer_reshape = nullptr;   // the last Reshape gives the shape
+  const Node* outer_reshape = nullptr;  // the last Reshape gives the shape
   for (;;) {
     if (const auto& c = g.value(v).constant) {
-      if (c->numel() > kMaxValues) return std::nullopt;
+      // A scalar or a vector (one value a column at most): a weight, whose values would be read here for
+      // nothing, is neither.
+      const std::vector<int64_t>& dims = c->shape();
+      if (std::count_if(dims.begin(), dims.end(), [](int64_t d) { return d != 1; }) > 1) return std::nullopt;
       Parameter p;
       for (int64_t i = 0; i < c->numel(); ++i) p.values.push_back(c->as_double(i));
       if (!outer_reshape) {
@@ -125,11 +127,12 @@ std::optional<Dequantized> dequantized(const Graph& g, ValueId v) {
     n = producer(g, n->inputs[0]);
   if (!n || n->op != OpKind::Mul || n->inputs.size() != 2) return std::nullopt;
   for (size_t side = 0; side < 2; ++side) {
+    // The parameters as the importer writes them: f32 where the Mul and the Sub read them.
     std::optional<Parameter> scale = parameter(g, n->inputs[1 - side]), zero_point;
-    if (!scale) continue;
+    if (!scale || known_dtype(g, n->inputs[1 - side]) != DType::f32) continue;
     const Node* shifted = producer(g, n->inputs[side]);
     if (shifted && shifted->op == OpKind::Sub && shifted->inputs.size() == 2) {
-      if (!(zero_point = parameter(g, shifted->inputs[1]))) continue;
+      if (!(zero_point = parameter(g, shifted->inputs[1])) || known_dtype(g, shifted->inputs[1]) != DType::f32) continue;
       shifted = producer(g, shifted->inputs[0]);
     }
     if (!shifted || shifted->op != OpKind::Cast || !exact_conversion(g, *shifted) || known_dtype(g, shifted->outputs[0]) != DType::f32)
@@ -173,10 +176,10 @@ bool rewritable(const Graph& g, const Node& n, Rewrite& r) {
   if (weight->dim(0) > kMaxExactIntegerMatmulK) return false;
   const double lo = a->type == DType::u8 ? 0 : -128, hi = a->type == DType::u8 ? 255 : 127;
   if (a->zero_point < lo || a->zero_point > hi || a->zero_point != std::floor(a->zero_point)) return false;
-  for (double s : w->scale) {
-    const double product = double(float(a->scale[0])) * double(float(s));
-    if (!std::isfinite(a->scale[0]) || !std::isfinite(s) || !std::isfinite(float(product))) return false;
-  }
+  // The scales' product a normal f32: one that overflows or underflows (to 0 or a subnormal) would lose
+  // what the float product of the dequantized operands keeps.
+  for (double s : w->scale)
+    if (!std::isnormal(float(double(float(a->scale[0])) * double(float(s))))) return false;
   r = {NodeId(&n - g.nodes.data()), *a, *w};
   return true;
 }
@@ -195,7 +198,7 @@ int integer_matmuls(Graph& g, const Options& options) {
   std::vector<char> dropped(g.nodes.size(), 0);
   for (const Rewrite& r : found) {
     const Node mm = g.nodes[size_t(r.matmul)];
-    const std::string& name = mm.name;
+    const std::string name = g.value(mm.outputs[0]).name;  // value names are unique, node names need not be
     std::vector<ValueId> inputs = {r.a.q, r.w.q};
     if (r.a.zero_point != 0) {
       inputs.push_back(g.add_constant(name + "/a_zero_point", Tensor::scalar<double>(r.a.type, r.a.zero_point)));

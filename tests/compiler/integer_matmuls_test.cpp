@@ -8,6 +8,7 @@
 
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "kiln/builder.h"
 #include "kiln/session.h"
 #include "passes/passes.h"
 
@@ -71,11 +72,11 @@ const std::string kPerColumn = qdq(R"(const %w_scale: f32[4] = [0.02, 0.03, 0.04
 TEST(IntegerMatmuls, APerTensorQdqProductBecomesMatMulIntegerTimesTheScales) {
   EXPECT_EQ(rewritten(kPerTensor, 1), R"(graph g(%a: u8[2,3,8]) -> (%y) {
   const %w: i8[8,4] = [1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12, 13, -14, 15, -16, 127, -128, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
-  const %"MatMul_12/a_zero_point": u8[] = [128]
-  const %"MatMul_12/scales": f32[] = [0.001]
-  %"MatMul_12/sums": i32[2,3,4] = MatMulInteger(%a, %w, %"MatMul_12/a_zero_point")
-  %"MatMul_12/sums_f32": f32[2,3,4] = Cast(%"MatMul_12/sums") {to="f32"}
-  %y: f32[2,3,4] = Mul(%"MatMul_12/sums_f32", %"MatMul_12/scales")
+  const %"y/a_zero_point": u8[] = [128]
+  const %"y/scales": f32[] = [0.001]
+  %"y/sums": i32[2,3,4] = MatMulInteger(%a, %w, %"y/a_zero_point")
+  %"y/sums_f32": f32[2,3,4] = Cast(%"y/sums") {to="f32"}
+  %y: f32[2,3,4] = Mul(%"y/sums_f32", %"y/scales")
 }
 )");
 }
@@ -83,11 +84,11 @@ TEST(IntegerMatmuls, APerTensorQdqProductBecomesMatMulIntegerTimesTheScales) {
 TEST(IntegerMatmuls, APerColumnWeightScaleBecomesOneScaleAColumn) {
   EXPECT_EQ(rewritten(kPerColumn, 1), R"(graph g(%a: u8[2,3,8]) -> (%y) {
   const %w: i8[8,4] = [1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12, 13, -14, 15, -16, 127, -128, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
-  const %"MatMul_14/a_zero_point": u8[] = [128]
-  const %"MatMul_14/scales": f32[4] = [0.001, 0.0015, 0.002, 0.025]
-  %"MatMul_14/sums": i32[2,3,4] = MatMulInteger(%a, %w, %"MatMul_14/a_zero_point")
-  %"MatMul_14/sums_f32": f32[2,3,4] = Cast(%"MatMul_14/sums") {to="f32"}
-  %y: f32[2,3,4] = Mul(%"MatMul_14/sums_f32", %"MatMul_14/scales")
+  const %"y/a_zero_point": u8[] = [128]
+  const %"y/scales": f32[4] = [0.001, 0.0015, 0.002, 0.025]
+  %"y/sums": i32[2,3,4] = MatMulInteger(%a, %w, %"y/a_zero_point")
+  %"y/sums_f32": f32[2,3,4] = Cast(%"y/sums") {to="f32"}
+  %y: f32[2,3,4] = Mul(%"y/sums_f32", %"y/scales")
 }
 )");
 }
@@ -149,6 +150,69 @@ TEST(IntegerMatmuls, WhatItCannotProveStaysAFloatProduct) {
 )"}) {
     Graph h = parse_graph(text);
     EXPECT_EQ(integer_matmuls(h, Options{}), 0) << text;
+  }
+}
+
+// A DequantizeLinear in the importer's form, built: Mul(Sub(Cast<f32>(q), Cast<f32>(zp)), Cast<f32>(scale)).
+ValueId dequantize(GraphBuilder& b, ValueId q, double scale, double zero_point, DType zp_type) {
+  auto f32 = [&](ValueId v) { return b.op(OpKind::Cast, {v}, {{"to", Attribute{std::string("f32")}}}); };
+  ValueId shifted = b.op(OpKind::Sub, {f32(q), f32(b.scalar(zp_type, zero_point))});
+  return b.op(OpKind::Mul, {shifted, f32(b.scalar(DType::f32, scale))});
+}
+
+TEST(IntegerMatmuls, AnI8ActivationAndADequantizeReadElsewhere) {
+  GraphBuilder b;
+  ValueId a = b.input("a", DType::i8, {3, 16});
+  ValueId w = b.constant("w", Tensor::from_vector<double>(DType::i8, {16, 5}, std::vector<double>(80, -3)));
+  ValueId adq = dequantize(b, a, 0.5, -7, DType::i8);
+  b.output(b.op(OpKind::MatMul, {adq, dequantize(b, w, 0.25, 0, DType::i8)}), "y");
+  b.output(b.op(OpKind::Relu, {adq}), "other");  // the dequantized activation has a reader of its own
+  Graph g = b.build();
+  ASSERT_EQ(integer_matmuls(g, Options{}), 1);
+  infer_shapes(g, Options{});
+  int integer = 0, relu_reads_dq = 0;
+  for (const Node& n : g.nodes) {
+    integer += n.op == OpKind::MatMulInteger;
+    if (n.op == OpKind::MatMulInteger) EXPECT_EQ(g.value(n.inputs.at(2)).constant->dtype(), DType::i8);
+    relu_reads_dq += n.op == OpKind::Relu && g.value(n.inputs[0]).producer >= 0 &&
+                     g.nodes[size_t(g.value(n.inputs[0]).producer)].op == OpKind::Mul;
+  }
+  EXPECT_EQ(integer, 1);
+  EXPECT_EQ(relu_reads_dq, 1) << "the DequantizeLinear another node reads stays";
+}
+
+TEST(IntegerMatmuls, APerRowScaleOfASquareWeightAndALongKStayFloat) {
+  // [4, 4] weight, scale per row (Reshape to [-1, 1]): as many values as columns, along the wrong axis.
+  {
+    GraphBuilder b;
+    ValueId a = b.input("a", DType::u8, {2, 4});
+    ValueId w = b.constant("w", Tensor::from_vector<double>(DType::i8, {4, 4}, std::vector<double>(16, 2)));
+    auto f32 = [&](ValueId v) { return b.op(OpKind::Cast, {v}, {{"to", Attribute{std::string("f32")}}}); };
+    ValueId rows = b.op(OpKind::Reshape, {b.constant("s", Tensor::from_vector<double>(DType::f32, {4}, {1, 2, 3, 4})),
+                                          b.ints({-1, 1})});
+    ValueId wdq = b.op(OpKind::Mul, {f32(w), f32(rows)});
+    b.output(b.op(OpKind::MatMul, {dequantize(b, a, 0.5, 3, DType::u8), wdq}), "y");
+    Graph g = b.build();
+    EXPECT_EQ(integer_matmuls(g, Options{}), 0);
+  }
+  // K = 65,794: i32 sums of (a - zp) * w could overflow.
+  {
+    GraphBuilder b;
+    const int64_t k = 65794;
+    ValueId a = b.input("a", DType::u8, {1, k});
+    ValueId w = b.constant("w", Tensor::from_vector<double>(DType::i8, {k, 1}, std::vector<double>(size_t(k), -128)));
+    b.output(b.op(OpKind::MatMul, {dequantize(b, a, 0.5, 0, DType::u8), dequantize(b, w, 0.5, 0, DType::i8)}), "y");
+    Graph g = b.build();
+    EXPECT_EQ(integer_matmuls(g, Options{}), 0);
+  }
+  // A scales' product that underflows f32 (1e-23 * 1e-23): the float product keeps what it would lose.
+  {
+    GraphBuilder b;
+    ValueId a = b.input("a", DType::u8, {2, 4});
+    ValueId w = b.constant("w", Tensor::from_vector<double>(DType::i8, {4, 3}, std::vector<double>(12, 5)));
+    b.output(b.op(OpKind::MatMul, {dequantize(b, a, 1e-23, 0, DType::u8), dequantize(b, w, 1e-23, 0, DType::i8)}), "y");
+    Graph g = b.build();
+    EXPECT_EQ(integer_matmuls(g, Options{}), 0);
   }
 }
 
