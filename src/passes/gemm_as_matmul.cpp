@@ -9,6 +9,7 @@
 #include "kiln/graph.h"
 #include "kiln/errors.h"
 #include "passes/passes.h"
+#include "passes/splice_nodes.h"
 
 namespace kiln {
 namespace {
@@ -116,14 +117,7 @@ int gemm_as_matmul(Graph& g) {
     }
     dropped[size_t(m.flatten)] = dropped[size_t(m.gemm)] = dropped[size_t(m.unflatten)] = 1;
   }
-  std::vector<Node> out;
-  out.reserve(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (Node& n : placed[i]) out.push_back(std::move(n));
-    if (!dropped[i]) out.push_back(std::move(g.nodes[i]));
-  }
-  g.set_nodes(std::move(out));
-  g.remove_dead();
+  splice_nodes(g, placed, dropped);
   return static_cast<int>(found.size());
 }
 

@@ -20,11 +20,10 @@
 #include "ops/linalg/matmul_integer.h"
 #include "passes/cast_node.h"
 #include "passes/passes.h"
+#include "passes/splice_nodes.h"
 
 namespace kiln {
 namespace {
-
-bool eight_bit(DType t) { return t == DType::u8 || t == DType::i8; }
 
 const Node* producer(const Graph& g, ValueId v) {
   const NodeId p = g.value(v).producer;
@@ -140,7 +139,7 @@ std::optional<Dequantized> dequantized(const Graph& g, ValueId v) {
     Dequantized d;
     d.q = shifted->inputs[0];
     const std::optional<DType> qt = known_dtype(g, d.q);
-    if (!qt || !eight_bit(*qt)) continue;
+    if (!qt || !matmul_integer_operand(*qt)) continue;
     d.type = *qt;
     d.scale = scale->values;
     const auto& w = g.value(d.q).constant;
@@ -216,14 +215,7 @@ int integer_matmuls(Graph& g, const Options& options) {
     nodes.push_back(Node{OpKind::Mul, name + "/scale", {widened, scale}, {mm.outputs[0]}, {}, -1});
     dropped[size_t(r.matmul)] = 1;
   }
-  std::vector<Node> nodes;
-  nodes.reserve(g.nodes.size() + 2 * found.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (Node& n : placed[i]) nodes.push_back(std::move(n));
-    if (!dropped[i]) nodes.push_back(std::move(g.nodes[i]));
-  }
-  g.set_nodes(std::move(nodes));
-  g.remove_dead();
+  splice_nodes(g, placed, dropped);
   return static_cast<int>(found.size());
 }
 

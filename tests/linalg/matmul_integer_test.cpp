@@ -123,8 +123,9 @@ TEST(MatMulInteger, RunsOnAnExactOneDnnKernelWhereThereIsOne) {
   onednn::IntegerMatmulDesc d;
   d.shape = {{128, 768}, {768, 1}, {768, 768}, {768, 1}, {128, 768}};
   const std::string impl = onednn::integer_matmul_implementation(d);
-  if (cpu_flag("avx512_vnni") || cpu_flag("amx_int8"))
+  if (cpu_flag("avx512_vnni") || cpu_flag("amx_int8")) {
     EXPECT_TRUE(onednn::has_exact_integer_matmul()) << "this CPU has VNNI / AMX, oneDNN offers " << impl;
+  }
   if (!onednn::has_exact_integer_matmul()) GTEST_SKIP() << "no VNNI / AMX here: oneDNN offers " << impl;
   EXPECT_TRUE(impl.find("vnni") != std::string::npos || impl.find("amx") != std::string::npos) << impl;
 }

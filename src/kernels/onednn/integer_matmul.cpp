@@ -15,9 +15,6 @@ namespace {
 using namespace detail;
 using dt = dnnl::memory::data_type;
 
-// (2^31 - 1) / (255 * 128): the longest K whose sums of (A - zp) * B cannot leave i32.
-static_assert(kMaxExactIntegerK == (int64_t{1} << 31) / (255 * 128));
-
 struct IntegerMatmulEntry {
   bool implemented = false;
   std::string implementation;  // oneDNN's name for it, "refused: " + that where it is not VNNI / AMX

@@ -41,8 +41,8 @@ bool matmul_integer(const IntegerMatmulDesc& desc, const void* a, const int8_t* 
 std::string integer_matmul_implementation(const IntegerMatmulDesc& desc);
 // Whether matmul_integer runs here (this CPU has VNNI or AMX), probed once with a small u8 x i8 product.
 bool has_exact_integer_matmul();
-// The longest K whose i32 sums of (A - zero point) * B cannot overflow.
-constexpr int64_t kMaxExactIntegerK = 65793;
+// The longest K whose i32 sums of (A - zero point) * B cannot overflow: K * 255 * 128 < 2^31.
+constexpr int64_t kMaxExactIntegerK = (int64_t{1} << 31) / (255 * 128);
 
 // Convolution in ONNX layouts: src [N, C, spatial..], weights [OC, C/groups, kernel..], dst
 // [N, OC, out..]; 1 to 3 spatial dims. Dilations are ONNX's (1 = dense). Pads may be asymmetric.

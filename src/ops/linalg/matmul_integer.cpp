@@ -14,12 +14,10 @@ namespace {
 
 static_assert(kMaxExactIntegerMatmulK == onednn::kMaxExactIntegerK);
 
-bool eight_bit(DType t) { return t == DType::u8 || t == DType::i8; }
-
 std::vector<TensorType> infer_matmul_integer(InferContext& ctx) {
   const TensorType& a = ctx.in(0);
   const TensorType& b = ctx.in(1);
-  if (!eight_bit(a.dtype) || !eight_bit(b.dtype))
+  if (!matmul_integer_operand(a.dtype) || !matmul_integer_operand(b.dtype))
     ctx.fail("A and B must be u8 or i8, got {} and {}", dtype_name(a.dtype), dtype_name(b.dtype));
   for (size_t i : {size_t{2}, size_t{3}}) {
     if (!ctx.has(i)) continue;
