@@ -33,7 +33,8 @@ namespace {
 struct BenchArgs {
   std::vector<std::string> models, dims, sweeps;
   std::string suite, zoo_dir, peer, ort_dir, json_file, html_file, python;
-  std::string device;  // empty: the `device` setting
+  std::string device;     // empty: the `device` setting
+  std::string precision;  // empty: the `precision` setting
   int64_t threads = 0;
   int iters = 30, warmup = 5, top = 10, settle_ms = 50;
   double tol = 1e-4, torch_budget_s = 900;
@@ -48,11 +49,12 @@ std::string utc_now() {
 }
 
 // The command as a person would type it again (for the reports).
-std::string command_line(const BenchArgs& a, int threads, const std::string& device) {
+std::string command_line(const BenchArgs& a, int threads, const std::string& device, const std::string& precision) {
   std::string c = "kiln bench";
   for (const auto& m : a.models) c += " " + m;
   if (!a.suite.empty()) c += " --suite " + a.suite;
   if (device != "cpu") c += " --device " + device;
+  if (precision != "fp32") c += " --precision " + precision;
   for (const auto& d : a.dims) c += " --dim " + d;
   if (!a.peer.empty()) c += " --peer " + a.peer;
   c += fmt::format(" --threads {} --iters {} --warmup {}", threads, a.iters, a.warmup);
@@ -127,6 +129,7 @@ json sweeps_for_report(const BenchArgs& a, const Options& options) {
 
 int run(const BenchArgs& a, Options options) {
   if (!a.device.empty()) options.set("device", a.device);
+  if (!a.precision.empty()) options.set("precision", a.precision);
   const bool on_device = options.device != "cpu";
   if (a.iters < 1) user_error("--iters must be at least 1");
   if (a.warmup < 0) user_error("--warmup must be >= 0");
@@ -160,7 +163,8 @@ int run(const BenchArgs& a, Options options) {
   settings.settle_ms = a.settle_ms;
   json doc = {{"kiln_version", KILN_VERSION},
               {"date", utc_now()},
-              {"command", command_line(a, threads, options.device)},
+              {"command", command_line(a, threads, options.device, options.precision)},
+              {"precision", options.precision},
               {"device", options.device},
               {"threads", threads},
               {"iters", a.iters},
@@ -206,8 +210,12 @@ int run(const BenchArgs& a, Options options) {
                 torch ? (", peer " + doc["peer"].get<std::string>()).c_str() : "");
     print_device_table(records, options.device);
   } else {
-    std::printf("%s, %d threads, %d timed runs per side (median; speedup = other / compiled)%s\n",
+    std::printf("%s, %d threads, %d timed runs per side (median; speedup = other / compiled)%s%s\n",
                 doc["date"].get<std::string>().c_str(), threads, a.iters,
+                options.precision == "fp32" ? ""
+                                            : (", compiled in " + options.precision +
+                                               " (accuracy: the low-precision rule against eager fp32 and the peer)")
+                                                  .c_str(),
                 peer ? (", peer " + doc["peer"].get<std::string>()).c_str() : "");
     print_table(records);
   }
@@ -259,6 +267,9 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--device", args->device,
                   "cpu (default) or cuda / cuda:N: kiln compiled on that GPU, accuracy against kiln eager on the CPU "
                   "(the `device` setting)");
+  cmd->add_option("--precision", args->precision,
+                  "fp32 (default), bf16 or fp16: what the compiled side computes in (the `precision` setting); eager "
+                  "runs fp32, and the compiled side answers to it and to the peer by the low-precision rule");
   cmd->add_option("--seed", args->seed, "seed for the generated inputs");
   cmd->add_option("--tol", args->tol,
                   "allclose tolerance of the accuracy rule (default 1e-4; 0 forces the fp64 RMSE check)");

@@ -243,7 +243,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "cpu (default) or cuda / cuda:N: where the model runs (the `device` setting)");
   cmd->add_option("--precision", args->precision,
                   "fp32 (default), bf16 or fp16: what a compiled model computes in (the `precision` setting; bf16 and "
-                  "fp16 on --device cuda)");
+                  "fp16 on --device cuda; on the CPU, bf16 for the oneDNN products where it has AVX512_BF16 or AMX)");
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy or NAME=FILE.pb (repeatable)");
   cmd->add_option("--dim", args->dims, "SYMBOL=SIZE for a symbolic dimension (repeatable)");
   cmd->add_option("--seed", args->seed, "seed for generated inputs");

@@ -55,6 +55,9 @@ struct Fusions {
   // MatMuls of two DequantizeLinear outputs become MatMulInteger times the scales' product
   // (passes/integer_matmuls.cpp): the backend runs 8-bit products with exact i32 sums.
   bool integer_matmul = false;
+  // Under precision bf16, the library products (matmul, convolution) read bf16 operands inside their
+  // kernels and the rest of the graph stays f32 (the CPU, where oneDNN has native bf16 kernels).
+  bool bf16_products = false;
 };
 
 // What a compile's tuning did, for RunStats and the terminal.

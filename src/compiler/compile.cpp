@@ -94,10 +94,16 @@ Executable compile(Graph graph, const backend::Backend& backend, const Options& 
   if (mode == Mode::reference) passes.run("widen_to_f64", [&] { widen_to_f64(g, options); });
   const DType narrow_to = precision_dtype(options);
   if (narrow_to != DType::f32 && mode != Mode::reference) {  // the oracle stays the model's own fp64
-    if (mode != Mode::compiled || !fuse.half_floats)
-      user_error("precision {}: the {} backend runs fp32 only in {} mode (bf16 and fp16 are compiled with --device cuda)",
-                 options.precision, backend.name(), mode == Mode::compiled ? "compiled" : "eager");
-    passes.run("narrow_floats", [&] { narrow_floats(g, options, narrow_to); });
+    if (mode != Mode::compiled)
+      user_error("precision {}: eager mode runs fp32 only (bf16 and fp16 are compiled modes')", options.precision);
+    if (fuse.half_floats)
+      passes.run("narrow_floats", [&] { narrow_floats(g, options, narrow_to); });
+    else if (narrow_to == DType::f16)
+      user_error("precision fp16: the {} backend has no fp16 products (fp16 is compiled with --device cuda)", backend.name());
+    else if (!fuse.bf16_products)
+      user_error("precision bf16: the {} backend runs bf16 products only where oneDNN has native bf16 kernels "
+                 "(AVX512_BF16 or AMX), and this CPU has none", backend.name());
+    // else the library kernels read bf16 operands (backend/cpu/library_kernel.h); the graph stays f32
   }
   // The CPU's products of a half graph on its f32 library (the Casts around them join generated kernels).
   if (fuse.half_generated && !fuse.half_floats) {

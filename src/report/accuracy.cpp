@@ -53,4 +53,26 @@ OutputsAccuracy compare_outputs(const Outputs& result, const Outputs& reference,
   return acc;
 }
 
+OutputsAccuracy compare_low_precision(const Outputs& result, const Outputs& reference) {
+  OutputsAccuracy acc;
+  acc.pass = !result.empty();
+  acc.rule = result.empty() ? "missing" : "low-precision";
+  if (result.empty()) acc.detail = "no outputs";
+  for (const auto& [name, res] : result) {
+    auto ref = reference.find(name);
+    std::string line;
+    if (ref == reference.end()) {
+      if (acc.pass) acc.rule = "missing";
+      acc.pass = false;
+      line = fmt::format("{}: missing in the reference", name);
+    } else {
+      const LowPrecisionResult r = low_precision_rule(res, ref->second);
+      acc.pass = acc.pass && r.pass;
+      line = fmt::format("{}: low-precision {}, {}", name, r.pass ? "pass" : "FAIL", r.detail);
+    }
+    acc.detail += (acc.detail.empty() ? "" : "; ") + line;
+  }
+  return acc;
+}
+
 }  // namespace kiln::report

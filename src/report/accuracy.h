@@ -24,4 +24,8 @@ OutputsAccuracy compare_outputs(const Outputs& result, const Outputs& reference,
                                 const std::function<const Outputs&()>& fp64_oracle, double tol = 1e-4,
                                 double multiplier = 2.0);
 
+// A run in bf16 / fp16 against fp32 outputs: the low-precision rule (runtime/compare.h) on every output;
+// rule "low-precision", or the first failing output's.
+OutputsAccuracy compare_low_precision(const Outputs& result, const Outputs& reference);
+
 }  // namespace kiln::report

@@ -54,6 +54,10 @@ json bench_model(const BenchModel& m, const BenchSettings& s, const Options& opt
   KILN_INTERNAL_CHECK(!(on_device && peer), "bench: ONNX Runtime is a CPU peer");
   Options cpu_options = options;
   cpu_options.device = "cpu";
+  // Eager mode runs fp32: a compiled side in bf16 / fp16 answers to it (and to ONNX Runtime) by the
+  // low-precision rule.
+  cpu_options.precision = "fp32";
+  const bool low_precision = options.precision != "fp32";
   note("loading");
   Graph graph = m.path.empty() ? demo_transformer() : import_onnx(m.path, options);
   std::map<std::string, int64_t> dims = resolve_dims(graph, {}, m.dims);
@@ -108,9 +112,13 @@ json bench_model(const BenchModel& m, const BenchSettings& s, const Options& opt
     }
     return *oracle;
   };
-  OutputsAccuracy vs_eager = compare_outputs(compiled_out, eager_out, fp64_oracle, s.tol, s.multiplier);
+  auto compare = [&](const Outputs& reference) {
+    return low_precision ? compare_low_precision(compiled_out, reference)
+                         : compare_outputs(compiled_out, reference, fp64_oracle, s.tol, s.multiplier);
+  };
+  OutputsAccuracy vs_eager = compare(eager_out);
   std::optional<OutputsAccuracy> vs_peer;
-  if (peer) vs_peer = compare_outputs(compiled_out, peer_out, fp64_oracle, s.tol, s.multiplier);
+  if (peer) vs_peer = compare(peer_out);
   eager_out.clear();  // free the outputs and the oracle's f64 copies before timing
   compiled_out.clear();
   peer_out.clear();
@@ -152,6 +160,7 @@ json bench_model(const BenchModel& m, const BenchSettings& s, const Options& opt
   record["dims"] = dims;
   record["threads"] = threads;
   record["iters"] = s.iters;
+  record["precision"] = options.precision;
   record["warmup"] = warmup;
   std::optional<Summary> es = on_device ? std::nullopt : std::optional<Summary>(summarize(times[0]));
   Summary cs = summarize(times[1]);

@@ -173,7 +173,9 @@ TEST(IntegerMatmuls, AnI8ActivationAndADequantizeReadElsewhere) {
   int integer = 0, relu_reads_dq = 0;
   for (const Node& n : g.nodes) {
     integer += n.op == OpKind::MatMulInteger;
-    if (n.op == OpKind::MatMulInteger) EXPECT_EQ(g.value(n.inputs.at(2)).constant->dtype(), DType::i8);
+    if (n.op == OpKind::MatMulInteger) {
+      EXPECT_EQ(g.value(n.inputs.at(2)).constant->dtype(), DType::i8);
+    }
     relu_reads_dq += n.op == OpKind::Relu && g.value(n.inputs[0]).producer >= 0 &&
                      g.nodes[size_t(g.value(n.inputs[0]).producer)].op == OpKind::Mul;
   }

@@ -17,7 +17,7 @@ using namespace library_detail;
 
 class MatmulKernel final : public KernelBase {
  public:
-  MatmulKernel(const Graph& g, const LibraryGroup& grp) : KernelBase(g, grp), core_(grp.core) {
+  MatmulKernel(const Graph& g, const LibraryGroup& grp, onednn::Operands operands) : KernelBase(g, grp), core_(grp.core) {
     const Node& n = g.nodes[size_t(grp.core_node)];
     Epilogue e;
     e.act = to_onednn(grp.act);
@@ -29,7 +29,7 @@ class MatmulKernel final : public KernelBase {
         e.bias = per_channel(constant_of(g, grp.bias), g.value(grp.output).type.shape.back().value);
       constants_nonfinite_ = nonfinite(e.bias);
       init_guard(e);
-      mm_ = std::make_unique<onednn::FusedMatmul>(std::move(e));
+      mm_ = std::make_unique<onednn::FusedMatmul>(std::move(e), operands);
       return;
     }
     auto weights = g.value(n.inputs[1]).constant;
@@ -50,7 +50,7 @@ class MatmulKernel final : public KernelBase {
     constants_nonfinite_ = nonfinite(e.bias) || onednn::any_nonfinite(b.data<float>(), b.numel());
     init_guard(e);
     std::vector<int64_t> b_strides = trans_b ? std::vector<int64_t>{1, K_} : std::vector<int64_t>{N_, 1};
-    mm_ = std::make_unique<onednn::FusedMatmul>(K_, N_, b_strides, weights, b.data<float>(), std::move(e));
+    mm_ = std::make_unique<onednn::FusedMatmul>(K_, N_, b_strides, weights, b.data<float>(), std::move(e), operands);
     // Static row count: create the primitive and pack the weights now rather than on the first run.
     const Shape& as = g.value(n.inputs[0]).type.shape;
     if (is_static(as)) {
@@ -153,13 +153,13 @@ class MatmulKernel final : public KernelBase {
 }  // namespace
 
 std::unique_ptr<LibraryKernel> build_library_kernel(const Graph& g, const LibraryGroup& group, const Options& options) {
-  (void)options;
   KILN_INTERNAL_CHECK(group.core_node >= 0 && !group.nodes.empty() && group.output != kNoValue,
                       "build_library_kernel: empty group");
-  if (group.core == LibraryCore::conv) return library_detail::make_conv_kernel(g, group);
+  const onednn::Operands operands = bf16_products(options) ? onednn::Operands::bf16 : onednn::Operands::f32;
+  if (group.core == LibraryCore::conv) return library_detail::make_conv_kernel(g, group, operands);
   if (group.core == LibraryCore::softmax || group.core == LibraryCore::log_softmax)
     return library_detail::make_softmax_kernel(g, group);
-  return std::make_unique<MatmulKernel>(g, group);
+  return std::make_unique<MatmulKernel>(g, group, operands);
 }
 
 }  // namespace kiln::backend::cpu

@@ -37,6 +37,11 @@ using schedule::LibraryGroup;
 // channels, residual) are user errors.
 using LibraryKernel = SingleOutputKernel;
 
+// Whether the library products (oneDNN matmul and convolution) read bf16 operands: under precision bf16,
+// which the compile accepts on the CPU only where oneDNN has native bf16 kernels. Sums, epilogues,
+// inputs and outputs stay f32.
+inline bool bf16_products(const Options& options) { return options.precision == "bf16"; }
+
 // Never returns null: every group find_library_groups makes can be built.
 std::unique_ptr<LibraryKernel> build_library_kernel(const Graph& g, const LibraryGroup& group, const Options& options);
 

@@ -11,7 +11,7 @@ enum class AutoPad { notset, same_upper, same_lower, valid };
 
 class ConvKernel final : public KernelBase {
  public:
-  ConvKernel(const Graph& g, const LibraryGroup& grp) : KernelBase(g, grp) {
+  ConvKernel(const Graph& g, const LibraryGroup& grp, onednn::Operands operands) : KernelBase(g, grp) {
     const Node& n = g.nodes[size_t(grp.core_node)];
     auto w_owner = g.value(n.inputs[1]).constant;
     const Tensor& w = constant_of(g, n.inputs[1]);
@@ -44,7 +44,7 @@ class ConvKernel final : public KernelBase {
     }
     constants_nonfinite_ = nonfinite(e.bias) || onednn::any_nonfinite(wdata, w.numel());
     init_guard(e);
-    conv_ = std::make_unique<onednn::FusedConv>(w.shape(), groups_, owner, wdata, std::move(e));
+    conv_ = std::make_unique<onednn::FusedConv>(w.shape(), groups_, owner, wdata, std::move(e), operands);
     const Shape& xs = g.value(n.inputs[0]).type.shape;
     if (is_static(xs)) {
       onednn::FusedConv::Call call;
@@ -151,8 +151,8 @@ class ConvKernel final : public KernelBase {
 
 }  // namespace
 
-std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGroup& grp) {
-  return std::make_unique<ConvKernel>(g, grp);
+std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGroup& grp, onednn::Operands operands) {
+  return std::make_unique<ConvKernel>(g, grp, operands);
 }
 
 }  // namespace kiln::backend::cpu::library_detail

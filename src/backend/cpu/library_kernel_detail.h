@@ -96,7 +96,7 @@ class KernelBase : public LibraryKernel {
   bool constants_nonfinite_ = false;
 };
 
-std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGroup& grp);
+std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGroup& grp, onednn::Operands operands);
 std::unique_ptr<LibraryKernel> make_softmax_kernel(const Graph& g, const LibraryGroup& grp);  // library_softmax.cpp
 
 }  // namespace kiln::backend::cpu::library_detail

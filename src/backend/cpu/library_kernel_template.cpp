@@ -254,14 +254,16 @@ bool fits_blas(const MatmulShape& s) {
   return blas::fits(call);
 }
 
-// Benchmark operands of a group: random A and residual, the graph's constants; and fp64 rows to check.
+// Benchmark operands of a group: random A and residual, the graph's constants; and fp64 rows to check:
+// `want` from the f32 operands, `want_bf16` (bf16 products only) from the operands rounded to bf16, what
+// a product that reads bf16 operands and sums in f32 must match as closely as an f32 one matches `want`.
 struct Bench {
   std::vector<Tensor> owned;
   std::vector<const Tensor*> inputs;
   std::vector<int64_t> rows;
-  std::vector<double> want;
+  std::vector<double> want, want_bf16;
 
-  Bench(const Graph& g, const LibraryGroup& grp, const MatmulShape& s) {
+  Bench(const Graph& g, const LibraryGroup& grp, const MatmulShape& s, bool bf16) {
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> d(-1.0f, 1.0f);
     owned.reserve(grp.inputs.size());
@@ -291,25 +293,33 @@ struct Bench {
     }
     for (int64_t r : {int64_t{0}, all_rows / 2, all_rows - 1})
       if (rows.empty() || rows.back() != r) rows.push_back(r);
-    for (int64_t r : rows)
-      for (int64_t j = 0; j < s.n; ++j) {
-        const float* b = b_all + (s.batched ? (r / s.rows) * s.k * s.n : 0);
-        double acc = 0;
-        for (int64_t q = 0; q < s.k; ++q)
-          acc += double(a[s.trans_a ? q * s.rows + r : r * s.k + q]) * double(b[s.trans_b ? j * s.k + q : q * s.n + j]);
-        size_t load = 0;
-        loads[load++] = s.alpha * acc + (s.bias.empty() ? 0.0 : s.bias[size_t(j)]);
-        if (res) loads[load++] = res[r * s.n + j];
-        for (size_t t = 0; t < tail_data.size(); ++t) loads[load++] = tail_data[t][tail_per_column[t] ? j : r * s.n + j];
-        want.push_back(expr_fp64(epilogue, loads));
-      }
+    auto rounded = [](float x) { return double(bf16_to_float(float_to_bf16(x))); };
+    for (bool of_bf16 : {false, true}) {
+      if (of_bf16 && !bf16) break;
+      auto operand = [&](float x) { return of_bf16 ? rounded(x) : double(x); };
+      for (int64_t r : rows)
+        for (int64_t j = 0; j < s.n; ++j) {
+          const float* b = b_all + (s.batched ? (r / s.rows) * s.k * s.n : 0);
+          double acc = 0;
+          for (int64_t q = 0; q < s.k; ++q)
+            acc += operand(a[s.trans_a ? q * s.rows + r : r * s.k + q]) * operand(b[s.trans_b ? j * s.k + q : q * s.n + j]);
+          size_t load = 0;
+          loads[load++] = s.alpha * acc + (s.bias.empty() ? 0.0 : s.bias[size_t(j)]);
+          if (res) loads[load++] = res[r * s.n + j];
+          for (size_t t = 0; t < tail_data.size(); ++t) loads[load++] = tail_data[t][tail_per_column[t] ? j : r * s.n + j];
+          (of_bf16 ? want_bf16 : want).push_back(expr_fp64(epilogue, loads));
+        }
+    }
   }
 
-  bool check(const Tensor& out, const MatmulShape& s, std::string& why) const {
+  // `of_bf16`: the candidate reads bf16 operands.
+  bool check(const Tensor& out, const MatmulShape& s, bool of_bf16, std::string& why) const {
     std::vector<float> got;
     for (int64_t r : rows) got.insert(got.end(), out.data<float>() + r * s.n, out.data<float>() + (r + 1) * s.n);
-    return autotune::outputs_match(got.data(), want.data(), got.size(), {2e-6 * double(s.k) * std::fabs(s.alpha) + 1e-5, 1e-4},
-                                   why);
+    const std::vector<double>& reference = of_bf16 ? want_bf16 : want;
+    KILN_INTERNAL_CHECK(reference.size() == got.size(), "GEMM tuning: no {} reference", of_bf16 ? "bf16" : "f32");
+    return autotune::outputs_match(got.data(), reference.data(), got.size(),
+                                   {2e-6 * double(s.k) * std::fabs(s.alpha) + 1e-5, 1e-4}, why);
   }
 };
 
@@ -340,32 +350,34 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
     const Graph& g;
     const LibraryGroup& grp;
     MatmulShape shape;
+    bool bf16;
     std::unique_ptr<Bench> made;
     Bench& get() {
-      if (!made) made = std::make_unique<Bench>(g, grp, shape);
+      if (!made) made = std::make_unique<Bench>(g, grp, shape, bf16);
       return *made;
     }
   };
-  auto bench = std::make_shared<LazyBench>(LazyBench{g, grp, *shape, nullptr});
+  const bool bf16 = bf16_products(options);  // the oneDNN candidate reads bf16 operands; the others f32
+  auto bench = std::make_shared<LazyBench>(LazyBench{g, grp, *shape, bf16, nullptr});
   autotune::TuneRequest req;
   req.op_signature = grp.label + (shape->trans_a ? " transA" : "") + (shape->trans_b ? " transB" : "");
   req.shape_key = shape->symbolic_rows ? fmt::format("M=symbolic (timed at {}),N={},K={}", shape->rows, shape->n, shape->k)
                                        : fmt::format("M={},N={},K={}", shape->rows, shape->n, shape->k);
   if (shape->batched) req.shape_key = fmt::format("batch={},{}", shape->batch, req.shape_key);
-  req.dtype = "f32";
+  req.dtype = bf16 ? "f32, bf16 products" : "f32";
   req.device_key = device_key;
   req.library_versions = gemm_library_versions();
   req.settings_key = autotune::gemm_settings_key(options);
   // Each candidate fills its slot when prepared; the winner's slot becomes the group's kernel.
   using Slot = std::shared_ptr<std::shared_ptr<LibraryKernel>>;
   std::vector<Slot> slots;
-  auto choice = [&](std::string name, std::function<void()> prepare, Slot slot) {
+  auto choice = [&](std::string name, std::function<void()> prepare, Slot slot, bool of_bf16 = false) {
     slots.push_back(slot);
     req.choices.push_back(autotune::make_choice(
         {std::move(name), std::move(prepare), [slot, bench] { (*slot)->run(bench->get().inputs, INT64_MAX); },
-         [slot, bench, s = *shape](std::string& why) {
+         [slot, bench, s = *shape, of_bf16](std::string& why) {
            Bench& b = bench->get();
-           return b.check((*slot)->run(b.inputs, INT64_MAX), s, why);
+           return b.check((*slot)->run(b.inputs, INT64_MAX), s, of_bf16, why);
          }}));
   };
   if (has("onednn")) {  // the tail, if any, as a pass after oneDNN's call
@@ -373,7 +385,7 @@ std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryG
     choice("onednn", [slot, make_library, &g, &grp, &options, n = shape->n] {
       std::shared_ptr<LibraryKernel> lib = make_library();
       *slot = grp.tail.empty() ? lib : std::make_shared<LibraryWithTail>(g, grp, lib, n, options);
-    }, slot);
+    }, slot, bf16);
   }
   const tg::GemmSpec base = template_spec(g, *shape, grp);
   if (has("blas") && fits_blas(*shape)) {

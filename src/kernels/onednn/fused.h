@@ -14,6 +14,11 @@ namespace kiln::onednn {
 
 enum class Activation : uint8_t { none, relu, tanh, sigmoid, gelu_erf, gelu_tanh };
 
+// The type a product reads its operands in. bf16: the f32 activations are rounded to bf16 (nearest
+// even) on each call and the constant weights once, into the primitive's layout; the sums and the
+// epilogue stay f32 (oneDNN's AVX512_BF16 / AMX kernels). Inputs and outputs are f32 either way.
+enum class Operands : uint8_t { f32, bf16 };
+
 // What follows the product, in this order: y = act_after(act(alpha * acc + bias) + residual).
 struct Epilogue {
   float alpha = 1.f;
@@ -52,9 +57,9 @@ class FusedMatmul {
  public:
   // Constant weights, kept alive by `owner`; the prepacked copies are made lazily, once per layout.
   FusedMatmul(int64_t K, int64_t N, std::vector<int64_t> b_strides, std::shared_ptr<const void> owner,
-              const float* b, Epilogue epilogue);
+              const float* b, Epilogue epilogue, Operands operands = Operands::f32);
   // Weights given per call.
-  explicit FusedMatmul(Epilogue epilogue);
+  explicit FusedMatmul(Epilogue epilogue, Operands operands = Operands::f32);
   ~FusedMatmul();
   FusedMatmul(const FusedMatmul&) = delete;
   FusedMatmul& operator=(const FusedMatmul&) = delete;
@@ -85,7 +90,7 @@ class FusedMatmul {
 class FusedConv {
  public:
   FusedConv(std::vector<int64_t> weights_dims, int64_t groups, std::shared_ptr<const void> owner, const float* w,
-            Epilogue epilogue);
+            Epilogue epilogue, Operands operands = Operands::f32);
   ~FusedConv();
   FusedConv(const FusedConv&) = delete;
   FusedConv& operator=(const FusedConv&) = delete;

@@ -1,9 +1,12 @@
 // Convolution with a fused epilogue. The primitive picks its layouts (format `any`); the constant
 // weights are reordered into that layout once (PrepackedWeights), not per call as the eager wrapper
 // does. Source and destination are reordered around the primitive when it wants a blocked layout;
-// a residual is reordered straight into the destination buffer, where a sum post-op adds it.
+// a residual is reordered straight into the destination buffer, where a sum post-op adds it. bf16
+// operands: the weights are packed as bf16 once and the source rounded to bf16 in its reorder; the
+// destination stays f32.
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 
 #include "kernels/onednn/fused_detail.h"
 #include "support/error.h"
@@ -21,10 +24,8 @@ struct ConvEntry {
   bool implemented = false;
   dnnl::convolution_forward prim;
   dnnl::memory::desc src_md, dst_md, scratch_md;  // the primitive's layouts
-  dnnl::memory::desc user_src_md, user_dst_md;    // the caller's plain layouts
-  bool reorder_src = false, reorder_dst = false;
-  dnnl::reorder src_in, dst_out, residual_in;
-  dnnl::memory::desc src_in_scratch, dst_out_scratch, residual_in_scratch;
+  dnnl::memory::desc user_src_md, user_dst_md;    // the caller's plain f32 layouts
+  std::optional<PlannedReorder> src_in, dst_out, residual_in;  // where the layouts (or types) differ
   PostOpPlan plan;
   std::shared_ptr<const dnnl::memory> weights;
 };
@@ -43,25 +44,13 @@ dnnl::memory::dims weights_view(const std::vector<int64_t>& w, int64_t groups) {
   return dims;
 }
 
-dnnl::memory::desc any_like(const dnnl::memory::desc& md) { return dnnl::memory::desc(md.dims(), dt::f32, tag::any); }
-
-void plan_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to, dnnl::reorder& r,
-                  dnnl::memory::desc& scratch) {
-  const dnnl::engine& eng = cpu_engine();
-  dnnl::reorder::primitive_desc pd(eng, from, eng, to, user_scratchpad_attr());
-  scratch = pd.scratchpad_desc();
-  r = dnnl::reorder(pd);
-}
-
-void run_reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::memory& to,
-                 const dnnl::memory::desc& scratch) {
-  r.execute(thread_stream(), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, thread_scratchpad(scratch)}});
-}
+dnnl::memory::desc any_like(const dnnl::memory::desc& md, dt type) { return dnnl::memory::desc(md.dims(), type, tag::any); }
 
 }  // namespace
 
 struct FusedConv::Impl {
   Epilogue epilogue;
+  Operands operands = Operands::f32;
   std::vector<int64_t> weights_dims;
   int64_t groups = 1;
   std::unique_ptr<PrepackedWeights> weights;
@@ -91,7 +80,8 @@ struct FusedConv::Impl {
     int rank = static_cast<int>(d.src_dims.size());
     e->user_src_md = dnnl::memory::desc(to_dims(d.src_dims), dt::f32, plain_tag(rank));
     e->user_dst_md = dnnl::memory::desc(to_dims(d.dst_dims), dt::f32, plain_tag(rank));
-    dnnl::memory::desc w_any(weights_view(weights_dims, groups), dt::f32, tag::any);
+    const dt op = operands == Operands::bf16 ? dt::bf16 : dt::f32;
+    dnnl::memory::desc w_any(weights_view(weights_dims, groups), op, tag::any);
     dnnl::memory::dims strides(d.strides.begin(), d.strides.end()), dil(d.dilations.begin(), d.dilations.end());
     for (auto& x : dil) x -= 1;  // oneDNN counts the gaps between taps
     dnnl::memory::dims pl(d.pad_begin.begin(), d.pad_begin.end()), pr(d.pad_end.begin(), d.pad_end.end());
@@ -101,20 +91,18 @@ struct FusedConv::Impl {
     e->plan.bias_md = bias_md;
     try {
       dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                           any_like(e->user_src_md), w_any, bias_md, any_like(e->user_dst_md),
+                                           any_like(e->user_src_md, op), w_any, bias_md,
+                                           any_like(e->user_dst_md, dt::f32),
                                            strides, dil, pl, pr);
       dnnl::convolution_forward::primitive_desc pd(desc, e->plan.attr, cpu_engine());
       e->src_md = pd.src_desc();
       e->dst_md = pd.dst_desc();
       e->scratch_md = pd.scratchpad_desc();
       e->prim = dnnl::convolution_forward(pd);
-      e->reorder_src = e->src_md != e->user_src_md;
-      e->reorder_dst = e->dst_md != e->user_dst_md;
-      if (e->reorder_src) plan_reorder(e->user_src_md, e->src_md, e->src_in, e->src_in_scratch);
-      if (e->reorder_dst) {
-        plan_reorder(e->dst_md, e->user_dst_md, e->dst_out, e->dst_out_scratch);
-        if (epilogue.residual && c.steps > kStepResidual)
-          plan_reorder(e->user_dst_md, e->dst_md, e->residual_in, e->residual_in_scratch);
+      if (e->src_md != e->user_src_md) e->src_in.emplace(e->user_src_md, e->src_md);
+      if (e->dst_md != e->user_dst_md) {
+        e->dst_out.emplace(e->dst_md, e->user_dst_md);
+        if (epilogue.residual && c.steps > kStepResidual) e->residual_in.emplace(e->user_dst_md, e->dst_md);
       }
       e->weights = weights->get(pd.weights_desc());
       e->implemented = true;
@@ -131,7 +119,7 @@ struct FusedConv::Impl {
 };
 
 FusedConv::FusedConv(std::vector<int64_t> weights_dims, int64_t groups, std::shared_ptr<const void> owner,
-                     const float* w, Epilogue epilogue)
+                     const float* w, Epilogue epilogue, Operands operands)
     : impl_(std::make_unique<Impl>()) {
   KILN_INTERNAL_CHECK(weights_dims.size() >= 3 && weights_dims.size() <= 5 && groups >= 1 &&
                           weights_dims[0] % groups == 0 && epilogue.alpha == 1.f,
@@ -139,6 +127,7 @@ FusedConv::FusedConv(std::vector<int64_t> weights_dims, int64_t groups, std::sha
   KILN_INTERNAL_CHECK(epilogue.bias.empty() || static_cast<int64_t>(epilogue.bias.size()) == weights_dims[0],
                       "FusedConv: bias size");
   impl_->epilogue = std::move(epilogue);
+  impl_->operands = operands;
   impl_->weights_dims = weights_dims;
   impl_->groups = groups;
   dnnl::memory::dims view = weights_view(weights_dims, groups);
@@ -160,16 +149,11 @@ bool FusedConv::run(const Call& c) const {
   const dnnl::engine& eng = cpu_engine();
   dnnl::memory user_src(e->user_src_md, eng, const_cast<float*>(c.src));
   dnnl::memory user_dst(e->user_dst_md, eng, c.dst);
-  dnnl::memory src_m = user_src, dst_m = user_dst;
-  if (e->reorder_src) {
-    src_m = dnnl::memory(e->src_md, eng, thread_buffer(0, e->src_md.get_size()));
-    run_reorder(e->src_in, user_src, src_m, e->src_in_scratch);
-  }
-  if (e->reorder_dst) dst_m = dnnl::memory(e->dst_md, eng, thread_buffer(2, e->dst_md.get_size()));
+  dnnl::memory src_m = e->src_in ? e->src_in->into_thread_buffer(user_src, 0) : user_src;
+  dnnl::memory dst_m = e->dst_out ? dnnl::memory(e->dst_md, eng, thread_buffer(2, e->dst_md.get_size())) : user_dst;
   if (residual) {  // the sum post-op adds what the destination holds
-    if (e->reorder_dst)
-      run_reorder(e->residual_in, dnnl::memory(e->user_dst_md, eng, const_cast<float*>(c.residual)), dst_m,
-                  e->residual_in_scratch);
+    if (e->residual_in)
+      e->residual_in->run(dnnl::memory(e->user_dst_md, eng, const_cast<float*>(c.residual)), dst_m);
     else
       std::memcpy(c.dst, c.residual, e->user_dst_md.get_size());
   }
@@ -181,7 +165,7 @@ bool FusedConv::run(const Call& c) const {
     args.emplace(DNNL_ARG_BIAS, dnnl::memory(e->plan.bias_md, eng, const_cast<float*>(impl_->epilogue.bias.data())));
   dnnl::stream& s = thread_stream();
   e->prim.execute(s, args);
-  if (e->reorder_dst) run_reorder(e->dst_out, dst_m, user_dst, e->dst_out_scratch);
+  if (e->dst_out) e->dst_out->run(dst_m, user_dst);
   s.wait();
   return true;
 }

@@ -41,6 +41,9 @@ bool matmul_integer(const IntegerMatmulDesc& desc, const void* a, const int8_t* 
 std::string integer_matmul_implementation(const IntegerMatmulDesc& desc);
 // Whether matmul_integer runs here (this CPU has VNNI or AMX), probed once with a small u8 x i8 product.
 bool has_exact_integer_matmul();
+// Whether oneDNN runs bf16 products on a bf16 instruction set here (AVX512_BF16 or AMX), probed once
+// with a small matmul: without one its bf16 kernels emulate the conversions and lose to f32.
+bool has_native_bf16_matmul();
 // The longest K whose i32 sums of (A - zero point) * B cannot overflow: K * 255 * 128 < 2^31.
 constexpr int64_t kMaxExactIntegerK = (int64_t{1} << 31) / (255 * 128);
 
