@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "support/checked_math.h"
+#include "support/host_blocks.h"
 
 namespace kiln {
 
@@ -17,11 +18,11 @@ Tensor Tensor::empty(DType dtype, std::vector<int64_t> shape) {
   int64_t bytes = checked_mul(t.numel_, static_cast<int64_t>(dtype_size(dtype)), "tensor bytes");
   size_t alloc = (static_cast<size_t>(bytes) + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;
-  void* p = std::aligned_alloc(64, alloc);
-  if (!p) user_error("out of memory allocating a tensor of {} bytes", bytes);
-  std::memset(p, 0, alloc);
-  t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-  t.data_ = p;
+  std::shared_ptr<void> block = support::host_block(alloc);
+  if (!block) user_error("out of memory allocating a tensor of {} bytes", bytes);
+  std::memset(block.get(), 0, alloc);
+  t.data_ = block.get();
+  t.owner_ = std::move(block);
   return t;
 }
 
