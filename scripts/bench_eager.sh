@@ -10,27 +10,16 @@ threads="${1:-2}" rounds="${2:-3}" iters="${3:-20}"
 shift 3 || true
 specs=("$@")
 [ ${#specs[@]} -gt 0 ] || specs=("bert:batch=1,seq=128" "resnet18:batch=1")
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+. "$root/scripts/bench_common.sh"
 printf "| model | kiln eager ms | ORT ms | kiln / ORT |\n|---|---|---|---|\n"
 for spec in "${specs[@]}"; do
   model="${spec%%:*}" dims="${spec#*:}"
-  work="$build/zoo/$model"
-  /usr/bin/python3 "$root/scripts/make_zoo_weights.py" "$model" "$work"
-  dim_args=()
-  IFS=, read -ra pairs <<< "$dims"
-  for p in "${pairs[@]}"; do dim_args+=(--dim "$p"); done
-  "$build/kiln" run "$work/$model.onnx" "${dim_args[@]}" --seed 1 --save-inputs "$work/bench_inputs" > /dev/null
-  kiln_feeds=() ort_feeds=()
-  for f in "$work"/bench_inputs/*.npy; do
-    kiln_feeds+=(--input "$(basename "$f" .npy)=$f"); ort_feeds+=("$(basename "$f" .npy)=$f")
-  done
+  prepare_model "$model" "$dims"
   kiln_ms=() ort_ms=()
   for ((r = 0; r < rounds; ++r)); do
-    kiln_ms+=("$("$build/kiln" run "$work/$model.onnx" --mode eager "${kiln_feeds[@]}" --threads "$threads" --warmup 3 --iters "$iters" --json \
-                 | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["latency_ms"])')")
+    kiln_ms+=("$("$build/kiln" run "$work/$model.onnx" --mode eager "${feeds[@]}" --threads "$threads" --warmup 3 --iters "$iters" --json | field latency_ms)")
     ort_ms+=("$(KILN_ORT_DIR="$build/ort" node "$root/scripts/ort_run.js" "$work/$model.onnx" "$work/bench_ort" \
-                 --threads "$threads" --iters "$iters" --warmup 3 "${ort_feeds[@]}" \
-                 | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["latency_ms"])')")
+                 --threads "$threads" --iters "$iters" --warmup 3 "${ort_feeds[@]}" | field latency_ms)")
   done
   k=$(printf "%s\n" "${kiln_ms[@]}" | median) o=$(printf "%s\n" "${ort_ms[@]}" | median)
   printf "| %s (%s) | %.1f | %.1f | %.2fx |\n" "$model" "$dims" "$k" "$o" "$(awk -v k="$k" -v o="$o" 'BEGIN {print k / o}')"

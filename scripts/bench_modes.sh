@@ -12,19 +12,11 @@ threads="${1:-2}" rounds="${2:-3}" iters="${3:-30}"
 shift 3 || true
 specs=("$@")
 [ ${#specs[@]} -gt 0 ] || specs=("bert:batch=1,seq=128" "vit:batch=1" "resnet18:batch=1")
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-field() { /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)[\"$1\"])"; }
+. "$root/scripts/bench_common.sh"
 printf "| model | eager ms | compiled ms | compiled / eager | ops (eager) | kernels (compiled) |\n|---|---|---|---|---|---|\n"
 for spec in "${specs[@]}"; do
   model="${spec%%:*}" dims="${spec#*:}"
-  work="$build/zoo/$model"
-  /usr/bin/python3 "$root/scripts/make_zoo_weights.py" "$model" "$work"
-  dim_args=()
-  IFS=, read -ra pairs <<< "$dims"
-  for p in "${pairs[@]}"; do dim_args+=(--dim "$p"); done
-  "$build/kiln" run "$work/$model.onnx" --mode eager "${dim_args[@]}" --seed 1 --save-inputs "$work/bench_inputs" > /dev/null
-  feeds=()
-  for f in "$work"/bench_inputs/*.npy; do feeds+=(--input "$(basename "$f" .npy)=$f"); done
+  prepare_model "$model" "$dims"
   "$build/kiln" compile "$work/$model.onnx" "${dim_args[@]}" > /dev/null
   eager_ms=() compiled_ms=()
   for ((r = 0; r < rounds; ++r)); do

@@ -14,22 +14,13 @@ precision="${1:-bf16}" threads="${2:-2}" rounds="${3:-5}" iters="${4:-20}"
 shift 4 || true
 specs=("$@")
 [ ${#specs[@]} -gt 0 ] || specs=("bert:batch=1,seq=128" "vit:batch=1" "resnet18:batch=1")
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-smallest() { sort -g | head -1; }
-field() { /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)[\"$1\"])"; }
+. "$root/scripts/bench_common.sh"
 printf "| model | fp32 ms (median / min of rounds) | %s ms | fp32 / %s | peak MB fp32 / %s | %s vs fp32 outputs |\n" \
   "$precision" "$precision" "$precision" "$precision"
 printf "|---|---|---|---|---|---|\n"
 for spec in "${specs[@]}"; do
   model="${spec%%:*}" dims="${spec#*:}"
-  work="$build/zoo/$model"
-  /usr/bin/python3 "$root/scripts/make_zoo_weights.py" "$model" "$work"
-  dim_args=()
-  IFS=, read -ra pairs <<< "$dims"
-  for p in "${pairs[@]}"; do dim_args+=(--dim "$p"); done
-  "$build/kiln" run "$work/$model.onnx" --mode eager "${dim_args[@]}" --seed 1 --save-inputs "$work/bench_inputs" > /dev/null
-  feeds=()
-  for f in "$work"/bench_inputs/*.npy; do feeds+=(--input "$(basename "$f" .npy)=$f"); done
+  prepare_model "$model" "$dims"
   rm -rf "$work/out-fp32" "$work/out-$precision" "$work/out-fp64"
   for p in fp32 "$precision"; do  # compiles (or finds the kernels), and keeps the outputs to compare
     "$build/kiln" run "$work/$model.onnx" --precision "$p" "${feeds[@]}" --threads "$threads" --iters 1 \

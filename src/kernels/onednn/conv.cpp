@@ -3,6 +3,7 @@
 // reordered on every call (a framework's eager mode does the same), which is small next to the
 // convolution itself.
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 
 #include "kernels/onednn/onednn.h"
 #include "kernels/onednn/runtime.h"
@@ -20,9 +21,7 @@ struct ConvEntry {
   dnnl::primitive prim;
   dnnl::memory::desc src_md, w_md, bias_md, dst_md, scratch_md;  // the primitive's layouts
   dnnl::memory::desc user_src_md, user_w_md, user_dst_md;        // the caller's plain layouts
-  bool reorder_src = false, reorder_w = false, reorder_dst = false;
-  dnnl::reorder src_in, w_in, dst_out;
-  dnnl::memory::desc src_in_scratch, w_in_scratch, dst_out_scratch;
+  std::optional<PlannedReorder> src_in, w_in, dst_out;           // where the layouts differ
 };
 
 PrimitiveCache<ConvEntry>& conv_cache() {
@@ -77,16 +76,6 @@ dnnl::memory::desc user_weights_md(const ConvDesc& d, bool transposed) {
 
 dnnl::memory::desc any_like(const dnnl::memory::desc& md) { return dnnl::memory::desc(md.dims(), dt::f32, tag::any); }
 
-void plan_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to, bool& needed, dnnl::reorder& r,
-                  dnnl::memory::desc& scratch) {
-  needed = from != to;
-  if (!needed) return;
-  const dnnl::engine& eng = cpu_engine();
-  dnnl::reorder::primitive_desc pd(eng, from, eng, to, user_scratchpad_attr());
-  scratch = pd.scratchpad_desc();
-  r = dnnl::reorder(pd);
-}
-
 std::shared_ptr<const ConvEntry> make_conv(const ConvDesc& d, bool has_bias, bool transposed) {
   auto e = std::make_shared<ConvEntry>();
   int rank = static_cast<int>(d.src_dims.size());
@@ -123,9 +112,9 @@ std::shared_ptr<const ConvEntry> make_conv(const ConvDesc& d, bool has_bias, boo
       e->scratch_md = pd.scratchpad_desc();
       e->prim = dnnl::deconvolution_forward(pd);
     }
-    plan_reorder(e->user_src_md, e->src_md, e->reorder_src, e->src_in, e->src_in_scratch);
-    plan_reorder(e->user_w_md, e->w_md, e->reorder_w, e->w_in, e->w_in_scratch);
-    plan_reorder(e->dst_md, e->user_dst_md, e->reorder_dst, e->dst_out, e->dst_out_scratch);
+    if (e->src_md != e->user_src_md) e->src_in.emplace(e->user_src_md, e->src_md);
+    if (e->w_md != e->user_w_md) e->w_in.emplace(e->user_w_md, e->w_md);
+    if (e->dst_md != e->user_dst_md) e->dst_out.emplace(e->dst_md, e->user_dst_md);
     e->implemented = true;
   } catch (const dnnl::error&) {
     // The arguments were validated by the op; an error here means oneDNN cannot do this case.
@@ -155,27 +144,16 @@ bool run_conv(const ConvDesc& d, const float* src, const float* weights, const f
   dnnl::memory user_src(e->user_src_md, eng, const_cast<float*>(src));
   dnnl::memory user_w(e->user_w_md, eng, const_cast<float*>(weights));
   dnnl::memory user_dst(e->user_dst_md, eng, dst);
-  dnnl::memory src_m = user_src, w_m = user_w, dst_m = user_dst;
-  if (e->reorder_src) {
-    src_m = dnnl::memory(e->src_md, eng, thread_buffer(0, e->src_md.get_size()));
-    e->src_in.execute(s, {{DNNL_ARG_FROM, user_src}, {DNNL_ARG_TO, src_m},
-                          {DNNL_ARG_SCRATCHPAD, thread_scratchpad(e->src_in_scratch)}});
-  }
-  if (e->reorder_w) {
-    w_m = dnnl::memory(e->w_md, eng, thread_buffer(1, e->w_md.get_size()));
-    e->w_in.execute(s, {{DNNL_ARG_FROM, user_w}, {DNNL_ARG_TO, w_m},
-                        {DNNL_ARG_SCRATCHPAD, thread_scratchpad(e->w_in_scratch)}});
-  }
-  if (e->reorder_dst) dst_m = dnnl::memory(e->dst_md, eng, thread_buffer(2, e->dst_md.get_size()));
+  dnnl::memory src_m = e->src_in ? e->src_in->into_thread_buffer(user_src, 0) : user_src;
+  dnnl::memory w_m = e->w_in ? e->w_in->into_thread_buffer(user_w, 1) : user_w;
+  dnnl::memory dst_m = e->dst_out ? dnnl::memory(e->dst_md, eng, thread_buffer(2, e->dst_md.get_size())) : user_dst;
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src_m},
                                              {DNNL_ARG_WEIGHTS, w_m},
                                              {DNNL_ARG_DST, dst_m},
                                              {DNNL_ARG_SCRATCHPAD, thread_scratchpad(e->scratch_md)}};
   if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e->bias_md, eng, const_cast<float*>(bias)));
   e->prim.execute(s, args);
-  if (e->reorder_dst)
-    e->dst_out.execute(s, {{DNNL_ARG_FROM, dst_m}, {DNNL_ARG_TO, user_dst},
-                           {DNNL_ARG_SCRATCHPAD, thread_scratchpad(e->dst_out_scratch)}});
+  if (e->dst_out) e->dst_out->run(dst_m, user_dst);
   s.wait();
   return true;
 }

@@ -25,19 +25,6 @@ struct PostOpPlan {
 PostOpPlan plan_post_ops(const Epilogue& e, int steps, const dnnl::memory::desc& dst_md, int channel_axis,
                          bool residual_as_sum);
 
-// A reorder (a layout or type change) planned once, run on this thread's stream with a per-thread scratchpad.
-class PlannedReorder {
- public:
-  PlannedReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
-  void run(const dnnl::memory& from, const dnnl::memory& to) const;
-  // Into this thread's buffer `slot` (thread_buffer: valid until the next request for that slot here).
-  dnnl::memory into_thread_buffer(const dnnl::memory& from, int slot) const;
-
- private:
-  dnnl::reorder prim_;
-  dnnl::memory::desc to_, scratch_;
-};
-
 // Constant weights reordered into each layout a primitive asks for, once (thread-safe).
 class PrepackedWeights {
  public:

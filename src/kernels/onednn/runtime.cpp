@@ -102,4 +102,21 @@ void execute_primitive(const dnnl::primitive& prim, bool single_threaded, const 
   omp_set_num_threads(saved);
 }
 
+PlannedReorder::PlannedReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) : to_(to) {
+  const dnnl::engine& eng = cpu_engine();
+  dnnl::reorder::primitive_desc pd(eng, from, eng, to, user_scratchpad_attr());
+  scratch_ = pd.scratchpad_desc();
+  prim_ = dnnl::reorder(pd);
+}
+
+void PlannedReorder::run(const dnnl::memory& from, const dnnl::memory& to) const {
+  prim_.execute(thread_stream(), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, thread_scratchpad(scratch_)}});
+}
+
+dnnl::memory PlannedReorder::into_thread_buffer(const dnnl::memory& from, int slot) const {
+  dnnl::memory to(to_, cpu_engine(), thread_buffer(slot, to_.get_size()));
+  run(from, to);
+  return to;
+}
+
 }  // namespace kiln::onednn::detail

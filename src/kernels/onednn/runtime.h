@@ -25,6 +25,19 @@ dnnl::memory thread_scratchpad(const dnnl::memory::desc& md);
 // next request for the same slot on this thread). For reordered copies of operands.
 void* thread_buffer(int slot, size_t bytes);
 
+// A reorder (a layout or type change) planned once, run on this thread's stream with a per-thread scratchpad.
+class PlannedReorder {
+ public:
+  PlannedReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+  void run(const dnnl::memory& from, const dnnl::memory& to) const;
+  // Into this thread's buffer `slot` (thread_buffer: valid until the next request for that slot here).
+  dnnl::memory into_thread_buffer(const dnnl::memory& from, int slot) const;
+
+ private:
+  dnnl::reorder prim_;
+  dnnl::memory::desc to_, scratch_;
+};
+
 // Cache key: a kind tag followed by every shape, stride and attribute value that defines the primitive.
 using Key = std::vector<int64_t>;
 struct KeyHash {
