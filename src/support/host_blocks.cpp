@@ -40,21 +40,17 @@ class Cache {
     return found;
   }
 
-  // Keeps the block, freeing the oldest ones past the limits.
+  // Keeps the block (at most kMaxCachedBytes), freeing the oldest ones past the limits.
   void give(void* data, size_t bytes) {
     std::vector<void*> drop;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (bytes > kMaxCachedBytes) {
-        drop.push_back(data);
-      } else {
-        blocks_.push_back({data, bytes});
-        total_ += bytes;
-        while (blocks_.size() > kMaxCachedBlocks || total_ > kMaxCachedBytes) {
-          drop.push_back(blocks_.front().data);
-          total_ -= blocks_.front().bytes;
-          blocks_.erase(blocks_.begin());
-        }
+      blocks_.push_back({data, bytes});
+      total_ += bytes;
+      while (blocks_.size() > kMaxCachedBlocks || total_ > kMaxCachedBytes) {
+        drop.push_back(blocks_.front().data);
+        total_ -= blocks_.front().bytes;
+        blocks_.erase(blocks_.begin());
       }
     }
     for (void* p : drop) std::free(p);
@@ -87,21 +83,27 @@ Cache& cache() {
   return *c;
 }
 
+// A fresh block from the system; when there is none, what the cache holds may be what is missing.
+void* allocate(size_t size) {
+  void* p = std::aligned_alloc(64, size);
+  if (!p) {
+    cache().clear();
+    p = std::aligned_alloc(64, size);
+  }
+  return p;
+}
+
 }  // namespace
 
 std::shared_ptr<void> host_block(size_t bytes) {
   const size_t size = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-  if (!kCaching || size < kMinCachedBlockBytes) {
-    void* p = std::aligned_alloc(64, size);
+  if (!kCaching || size < kMinCachedBlockBytes || size > kMaxCachedBytes) {
+    void* p = allocate(size);
     if (!p) return nullptr;
     return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }
   Block block = cache().take(size);
-  if (!block.data) block = {std::aligned_alloc(64, size), size};
-  if (!block.data) {  // what the cache holds may be what is missing
-    cache().clear();
-    block = {std::aligned_alloc(64, size), size};
-  }
+  if (!block.data) block = {allocate(size), size};
   if (!block.data) return nullptr;
   // The block goes back as the size it is (a reused one may be larger than this request).
   return std::shared_ptr<void>(block.data, [capacity = block.bytes](void* q) { cache().give(q, capacity); });

@@ -195,7 +195,7 @@ Fusions CpuBackend::fusions(const Options& options) const {
   if (reference_) return {};  // the oracle: every node on its plain fp64 loops
   return Fusions{.library = true, .rows = true, .pointwise = true, .half_generated = true,
                  .integer_matmul = options.integer_matmul && onednn::has_exact_integer_matmul(),
-                 .bf16_products = options.precision == "bf16" && onednn::has_native_bf16_matmul()};
+                 .bf16_products = bf16_products(options) && onednn::has_native_bf16_matmul()};
 }
 
 schedule::RoutingThresholds CpuBackend::routing_thresholds(const Options& options) const {

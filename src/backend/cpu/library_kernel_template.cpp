@@ -293,10 +293,10 @@ struct Bench {
     }
     for (int64_t r : {int64_t{0}, all_rows / 2, all_rows - 1})
       if (rows.empty() || rows.back() != r) rows.push_back(r);
-    auto rounded = [](float x) { return double(bf16_to_float(float_to_bf16(x))); };
-    for (bool of_bf16 : {false, true}) {
-      if (of_bf16 && !bf16) break;
-      auto operand = [&](float x) { return of_bf16 ? rounded(x) : double(x); };
+    // The fp64 rows from the operands as they are, or rounded to bf16 first.
+    auto reference = [&](bool rounded) {
+      auto operand = [rounded](float x) { return double(rounded ? bf16_to_float(float_to_bf16(x)) : x); };
+      std::vector<double> out;
       for (int64_t r : rows)
         for (int64_t j = 0; j < s.n; ++j) {
           const float* b = b_all + (s.batched ? (r / s.rows) * s.k * s.n : 0);
@@ -307,9 +307,12 @@ struct Bench {
           loads[load++] = s.alpha * acc + (s.bias.empty() ? 0.0 : s.bias[size_t(j)]);
           if (res) loads[load++] = res[r * s.n + j];
           for (size_t t = 0; t < tail_data.size(); ++t) loads[load++] = tail_data[t][tail_per_column[t] ? j : r * s.n + j];
-          (of_bf16 ? want_bf16 : want).push_back(expr_fp64(epilogue, loads));
+          out.push_back(expr_fp64(epilogue, loads));
         }
-    }
+      return out;
+    };
+    want = reference(false);
+    if (bf16) want_bf16 = reference(true);
   }
 
   // `of_bf16`: the candidate reads bf16 operands.

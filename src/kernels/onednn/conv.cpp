@@ -74,8 +74,6 @@ dnnl::memory::desc user_weights_md(const ConvDesc& d, bool transposed) {
   return dnnl::memory::desc(dims, dt::f32, strides);
 }
 
-dnnl::memory::desc any_like(const dnnl::memory::desc& md) { return dnnl::memory::desc(md.dims(), dt::f32, tag::any); }
-
 std::shared_ptr<const ConvEntry> make_conv(const ConvDesc& d, bool has_bias, bool transposed) {
   auto e = std::make_shared<ConvEntry>();
   int rank = static_cast<int>(d.src_dims.size());
@@ -84,7 +82,8 @@ std::shared_ptr<const ConvEntry> make_conv(const ConvDesc& d, bool has_bias, boo
   e->user_w_md = user_weights_md(d, transposed);
   int64_t oc = d.dst_dims[1];
   dnnl::memory::desc bias_md = has_bias ? dnnl::memory::desc({oc}, dt::f32, tag::a) : dnnl::memory::desc();
-  auto src_any = any_like(e->user_src_md), w_any = any_like(e->user_w_md), dst_any = any_like(e->user_dst_md);
+  auto src_any = any_layout(e->user_src_md, dt::f32), w_any = any_layout(e->user_w_md, dt::f32),
+       dst_any = any_layout(e->user_dst_md, dt::f32);
   dnnl::memory::dims strides(d.strides.begin(), d.strides.end()), dil = spatial_minus_one(d.dilations);
   dnnl::memory::dims pl(d.pad_begin.begin(), d.pad_begin.end()), pr(d.pad_end.begin(), d.pad_end.end());
   try {

@@ -44,8 +44,6 @@ dnnl::memory::dims weights_view(const std::vector<int64_t>& w, int64_t groups) {
   return dims;
 }
 
-dnnl::memory::desc any_like(const dnnl::memory::desc& md, dt type) { return dnnl::memory::desc(md.dims(), type, tag::any); }
-
 }  // namespace
 
 struct FusedConv::Impl {
@@ -80,7 +78,7 @@ struct FusedConv::Impl {
     int rank = static_cast<int>(d.src_dims.size());
     e->user_src_md = dnnl::memory::desc(to_dims(d.src_dims), dt::f32, plain_tag(rank));
     e->user_dst_md = dnnl::memory::desc(to_dims(d.dst_dims), dt::f32, plain_tag(rank));
-    const dt op = operands == Operands::bf16 ? dt::bf16 : dt::f32;
+    const dt op = operand_type(operands);
     dnnl::memory::desc w_any(weights_view(weights_dims, groups), op, tag::any);
     dnnl::memory::dims strides(d.strides.begin(), d.strides.end()), dil(d.dilations.begin(), d.dilations.end());
     for (auto& x : dil) x -= 1;  // oneDNN counts the gaps between taps
@@ -91,8 +89,8 @@ struct FusedConv::Impl {
     e->plan.bias_md = bias_md;
     try {
       dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                           any_like(e->user_src_md, op), w_any, bias_md,
-                                           any_like(e->user_dst_md, dt::f32),
+                                           any_layout(e->user_src_md, op), w_any, bias_md,
+                                           any_layout(e->user_dst_md, dt::f32),
                                            strides, dil, pl, pr);
       dnnl::convolution_forward::primitive_desc pd(desc, e->plan.attr, cpu_engine());
       e->src_md = pd.src_desc();

@@ -11,6 +11,11 @@
 
 namespace kiln::onednn::detail {
 
+// The oneDNN type a product of `operands` reads.
+inline dnnl::memory::data_type operand_type(Operands operands) {
+  return operands == Operands::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
+
 // The attributes of a primitive that applies the first `steps` steps of `e`, and how to bind them.
 struct PostOpPlan {
   dnnl::primitive_attr attr;

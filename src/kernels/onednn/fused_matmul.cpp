@@ -66,7 +66,7 @@ struct FusedMatmul::Impl {
     const MatmulDesc& d = c.desc;
     auto e = std::make_shared<MatmulEntry>();
     const bool bf16 = operands == Operands::bf16;
-    const dt op = bf16 ? dt::bf16 : dt::f32;
+    const dt op = operand_type(operands);
     e->user_a_md = dnnl::memory::desc(to_dims(d.a_dims), dt::f32, to_dims(d.a_strides));
     e->a_md = bf16 ? dnnl::memory::desc(to_dims(d.a_dims), op, row_major_strides(d.a_dims)) : e->user_a_md;
     e->c_md = dnnl::memory::desc(to_dims(d.c_dims), dt::f32, row_major_strides(d.c_dims));

@@ -70,6 +70,11 @@ class PrimitiveCache {
 
 inline dnnl::memory::dims to_dims(const std::vector<int64_t>& v) { return dnnl::memory::dims(v.begin(), v.end()); }
 
+// `md`'s dims in `type`, the layout left to the primitive (format `any`).
+inline dnnl::memory::desc any_layout(const dnnl::memory::desc& md, dnnl::memory::data_type type) {
+  return dnnl::memory::desc(md.dims(), type, dnnl::memory::format_tag::any);
+}
+
 // Row-major strides of `dims`.
 dnnl::memory::dims row_major_strides(const std::vector<int64_t>& dims);
 
