@@ -22,6 +22,10 @@ struct CompareArgs {
 };
 
 int run(const CompareArgs& a, const Options& options) {
+  for (const std::string* dir : {&a.result, &a.reference, &a.oracle}) {
+    std::error_code ec;
+    if (!fs::is_directory(*dir, ec)) user_error("compare: {} is not a folder of .npy files", *dir);
+  }
   int failed = 0, passed = 0;
   for (const auto& entry : fs::directory_iterator(a.reference)) {
     if (entry.path().extension() != ".npy") continue;
