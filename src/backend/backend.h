@@ -58,6 +58,9 @@ struct Fusions {
   // Under precision bf16, the library products (matmul, convolution) read bf16 operands inside their
   // kernels and the rest of the graph stays f32 (the CPU, where oneDNN has native bf16 kernels).
   bool bf16_products = false;
+  // Activations between convolutions stay in the library's blocked layout (schedule/blocked_layouts.h):
+  // the backend's Conv kernels read and write it where a group says so.
+  bool blocked_conv_layouts = false;
 };
 
 // What a compile's tuning did, for RunStats and the terminal.

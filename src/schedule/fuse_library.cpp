@@ -16,7 +16,7 @@
 namespace kiln::schedule {
 
 const char* activation_name(LibraryActivation a) {
-  static const char* names[] = {"none", "relu", "tanh", "sigmoid", "gelu", "gelu_tanh"};
+  static const char* names[] = {"none", "relu", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu", "hard_swish"};
   return names[static_cast<int>(a)];
 }
 
@@ -138,7 +138,11 @@ class Matcher {
     return same_type(out, v) ? out : kNoValue;
   }
 
-  std::optional<ActivationMatch> match_activation(ValueId x) const;
+  std::optional<ActivationMatch> match_activation(ValueId x, bool conv) const;
+  std::optional<ActivationMatch> match_silu(ValueId x) const;
+  std::optional<ActivationMatch> match_hard_swish(ValueId x) const;
+  // The two free nodes reading x (its only uses; not a graph output), the one of `op` first; nullopt otherwise.
+  std::optional<std::pair<NodeId, NodeId>> two_readers(ValueId x, OpKind op) const;
   std::optional<ActivationMatch> match_gelu_erf(ValueId x) const;
   std::optional<ActivationMatch> match_gelu_tanh(ValueId x) const;
   std::optional<ActivationMatch> match_half_product(ValueId x, NodeId other, ValueId a) const;
@@ -156,7 +160,7 @@ class Matcher {
   std::vector<std::vector<NodeId>> consumers_;
 };
 
-std::optional<ActivationMatch> Matcher::match_activation(ValueId x) const {
+std::optional<ActivationMatch> Matcher::match_activation(ValueId x, bool conv) const {
   NodeId n = sole_consumer(x);
   if (n >= 0) {
     const std::pair<OpKind, LibraryActivation> simple[] = {
@@ -169,7 +173,55 @@ std::optional<ActivationMatch> Matcher::match_activation(ValueId x) const {
     return std::nullopt;
   }
   if (auto m = match_gelu_erf(x)) return m;
-  return match_gelu_tanh(x);
+  if (auto m = match_gelu_tanh(x)) return m;
+  if (!conv) return std::nullopt;
+  if (auto m = match_silu(x)) return m;
+  return match_hard_swish(x);
+}
+
+std::optional<std::pair<NodeId, NodeId>> Matcher::two_readers(ValueId x, OpKind op) const {
+  if (x == kNoValue || is_output_[size_t(x)] || uses_[size_t(x)] != 2 || consumers_[size_t(x)].size() != 2)
+    return std::nullopt;
+  NodeId a = consumers_[size_t(x)][0], b = consumers_[size_t(x)][1];
+  if (taken_[size_t(a)] || taken_[size_t(b)] || a == b) return std::nullopt;
+  if (node(a).op != op) std::swap(a, b);
+  if (node(a).op != op) return std::nullopt;
+  return std::pair{a, b};
+}
+
+// Mul(x, Sigmoid(x)), operands in either order.
+std::optional<ActivationMatch> Matcher::match_silu(ValueId x) const {
+  auto readers = two_readers(x, OpKind::Sigmoid);
+  if (!readers) return std::nullopt;
+  auto [sig, mul] = *readers;
+  const ValueId s = unary(sig, OpKind::Sigmoid, x);
+  if (s == kNoValue || sole_consumer(s) != mul || node(mul).op != OpKind::Mul || other_operand(node(mul), s) != x)
+    return std::nullopt;
+  const ValueId y = sole_output(node(mul));
+  if (!same_type(y, x)) return std::nullopt;
+  return ActivationMatch{LibraryActivation::silu, {sig, mul}, y};
+}
+
+// Mul(x, Max(Min(Add(Mul(x, 1/6), 0.5), 1), 0)): HardSwish as decompose writes it (and HardSigmoid with
+// alpha 1/6 times x).
+std::optional<ActivationMatch> Matcher::match_hard_swish(ValueId x) const {
+  auto readers = two_readers(x, OpKind::Mul);
+  if (!readers) return std::nullopt;
+  for (auto [scale, outer] : {*readers, std::pair{readers->second, readers->first}}) {
+    const ValueId a = binary_with_scalar(scale, OpKind::Mul, x, 1.0 / 6.0);
+    const NodeId add = sole_consumer(a);
+    const ValueId b = binary_with_scalar(add, OpKind::Add, a, 0.5);
+    const NodeId lo = sole_consumer(b);
+    const ValueId c = binary_with_scalar(lo, OpKind::Min, b, 1.0);
+    const NodeId hi = sole_consumer(c);
+    const ValueId d = binary_with_scalar(hi, OpKind::Max, c, 0.0);
+    if (d == kNoValue || sole_consumer(d) != outer || node(outer).op != OpKind::Mul || other_operand(node(outer), d) != x)
+      continue;
+    const ValueId y = sole_output(node(outer));
+    if (!same_type(y, x)) continue;
+    return ActivationMatch{LibraryActivation::hard_swish, {scale, add, lo, hi, outer}, y};
+  }
+  return std::nullopt;
 }
 
 // The outer product of GELU, given x's remaining consumer `other` and a = 1 + f(x):
@@ -404,7 +456,7 @@ std::optional<LibraryGroup> Matcher::match_from(NodeId id) const {
       }
     }
   }
-  if (auto m = match_activation(cur)) {
+  if (auto m = match_activation(cur, grp.core == LibraryCore::conv)) {
     grp.act = m->act;
     advance(m->nodes, m->out, activation_name(m->act));
   }

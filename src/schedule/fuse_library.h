@@ -4,7 +4,8 @@
 //   Conv only: BatchNormalization with constant parameters (folded into the weights at build);
 //   MatMul only: Mul or Div by a scalar constant (folded into alpha: x / c as x * (1 / c));
 //   Add of a constant bias per output channel (MatMul/Gemm: the last dim; Conv: dim 1);
-//   an activation: Relu, Tanh, Sigmoid, or GELU in the erf or tanh form exporters emit;
+//   an activation: Relu, Tanh, Sigmoid, or GELU in the erf or tanh form exporters emit; Conv only, also
+//   SiLU as Mul(x, Sigmoid(x)) and HardSwish as decomposed (Mul(x, Max(Min(x / 6 + 0.5, 1), 0)));
 //   Add of a non-constant tensor of exactly the output's type (a residual);
 //   Relu.
 // With a FusionTarget, also the softmax-family nodes the router sent to the library (softmax_route.h):
@@ -34,7 +35,9 @@ enum class LibraryCore : uint8_t {
   softmax,         // Softmax (f32, any axis) alone: oneDNN softmax_accurate
   log_softmax,     // LogSoftmax likewise: oneDNN softmax_log
 };
-enum class LibraryActivation : uint8_t { none, relu, tanh, sigmoid, gelu_erf, gelu_tanh };
+// silu (x * Sigmoid(x)) and hard_swish (x * HardSigmoid(x) with alpha 1/6, beta 1/2, as HardSwish
+// decomposes) join Conv groups only: the CUDA matmul has no such epilogue.
+enum class LibraryActivation : uint8_t { none, relu, tanh, sigmoid, gelu_erf, gelu_tanh, silu, hard_swish };
 
 struct LibraryGroup {
   std::vector<NodeId> nodes;    // topological order; the last one makes `output`
@@ -64,6 +67,9 @@ struct LibraryGroup {
   NodeId norm = -1;
   int norm_scale = -1, norm_bias = -1;
   ValueId norm_output = kNoValue;
+  // Conv only: which of its tensors are in oneDNN's blocked layout nChw16c rather than plain NCHW
+  // (blocked_layouts.h; all false unless assign_blocked_layouts set them).
+  bool blocked_input = false, blocked_residual = false, blocked_output = false;
 };
 
 // Groups in topological order; no node in two groups; nodes for which claimed[node] != 0 are never

@@ -89,6 +89,11 @@ ScalarExpr activation_expr(LibraryActivation a, const ScalarExpr& x) {
       return binary(BinaryOp::Mul, binary(BinaryOp::Mul, f32(0.5), x),
                     binary(BinaryOp::Add, f32(1.0), unary(UnaryOp::Tanh, inner)));
     }
+    case LibraryActivation::silu: return binary(BinaryOp::Mul, x, unary(UnaryOp::Sigmoid, x));
+    case LibraryActivation::hard_swish: {  // x * max(min(x / 6 + 0.5, 1), 0), as HardSwish decomposes
+      ScalarExpr h = binary(BinaryOp::Add, binary(BinaryOp::Mul, x, f32(1.0 / 6.0)), f32(0.5));
+      return binary(BinaryOp::Mul, x, binary(BinaryOp::Max, binary(BinaryOp::Min, h, f32(1.0)), f32(0.0)));
+    }
   }
   internal_error("activation_expr: activation {}", static_cast<int>(a));
 }

@@ -31,7 +31,8 @@ inline ValueId gelu_tanh(GraphBuilder& b, ValueId x) {
   return b.op(OpKind::Mul, {h, b.op(OpKind::Add, {t, b.scalar(DType::f32, 1.0)})});
 }
 
-enum class Act { none, relu, tanh, sigmoid, gelu0, gelu1, gelu2, gelu_tanh };
+// silu: Mul(x, Sigmoid(x)); hard_swish: HardSwish as the decompose pass writes it.
+enum class Act { none, relu, tanh, sigmoid, gelu0, gelu1, gelu2, gelu_tanh, silu, hard_swish };
 
 inline ValueId activation(GraphBuilder& b, ValueId x, Act a) {
   switch (a) {
@@ -43,6 +44,12 @@ inline ValueId activation(GraphBuilder& b, ValueId x, Act a) {
     case Act::gelu1: return gelu_erf(b, x, 1);
     case Act::gelu2: return gelu_erf(b, x, 2);
     case Act::gelu_tanh: return gelu_tanh(b, x);
+    case Act::silu: return b.op(OpKind::Mul, {x, b.op(OpKind::Sigmoid, {x})});
+    case Act::hard_swish: {
+      auto scalar = [&](float v) { return b.constant(Tensor::scalar(DType::f32, v)); };
+      ValueId h = b.op(OpKind::Add, {b.op(OpKind::Mul, {x, scalar(1.f / 6.f)}), scalar(0.5f)});
+      return b.op(OpKind::Mul, {x, b.op(OpKind::Max, {b.op(OpKind::Min, {h, scalar(1.f)}), scalar(0.f)})});
+    }
   }
   return x;
 }

@@ -97,6 +97,8 @@ TEST(LibraryConv, WindowAttributesAndRanks) {
       {.x = {1, 2, 4, 5, 6}, .kernel = {2, 3, 2}, .attrs = {{"pads", {1, 0, 1, 0, 1, 1}}}, .what = "3-D"},
       {.x = {1, 1, 1, 1}, .oc = 1, .kernel = {1, 1}, .what = "1x1 of one element"},
       {.x = {1, 3, 5, 5}, .oc = 7, .kernel = {5, 5}, .act = Act::none, .what = "kernel covers input"},
+      {.x = {2, 5, 8, 8}, .oc = 16, .act = Act::silu, .what = "SiLU"},
+      {.x = {1, 4, 9, 9}, .oc = 8, .attrs = {{"strides", {2, 2}}}, .act = Act::hard_swish, .what = "HardSwish"},
   };
   for (const ConvSpec& s : specs) {
     check_conv(s, 0.0);

@@ -92,8 +92,9 @@ inline std::vector<const Tensor*> kernel_inputs(const Graph& g, const LibraryGro
   return r;
 }
 
-inline Tensor run_fused(const Graph& g, const LibraryGroup& grp, const std::map<ValueId, Tensor>& given) {
-  auto k = backend::cpu::build_library_kernel(g, grp, Options{});
+inline Tensor run_fused(const Graph& g, const LibraryGroup& grp, const std::map<ValueId, Tensor>& given,
+                        const Options& options = Options{}) {
+  auto k = backend::cpu::build_library_kernel(g, grp, options);
   return k->run(kernel_inputs(g, grp, given), int64_t{1} << 32);
 }
 
@@ -113,8 +114,8 @@ inline int expect_close(const Tensor& got, const Tensor& want, double atol, doub
 
 // The fused call against the fp64 reference of the same nodes, and against the eager f32 nodes.
 inline void check_group(const Graph& g, const LibraryGroup& grp, const std::map<ValueId, Tensor>& given, double atol,
-                        double rtol, const std::string& what) {
-  Tensor got = run_fused(g, grp, given);
+                        double rtol, const std::string& what, const Options& options = Options{}) {
+  Tensor got = run_fused(g, grp, given, options);
   Tensor want = run_nodes(g, grp, given, /*reference=*/true);
   Tensor eager = run_nodes(g, grp, given, /*reference=*/false);
   EXPECT_EQ(got.dtype(), DType::f32) << what;

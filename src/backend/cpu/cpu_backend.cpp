@@ -123,15 +123,11 @@ class CpuCompile final : public BackendCompile {
   CpuCompile(const Options& options, bool reference) : options_(options), reference_(reference) {}
 
   std::unique_ptr<Kernel> library_kernel(const Graph& g, const schedule::LibraryGroup& group) override {
-    if (group.tuned) {
-      if (!tuner_)  // one per compile: its budget covers the model
-        tuner_ = std::make_unique<autotune::Autotuner>(
-            options_, codegen::cpu::resolve_cache_dir(options_) / autotune::kTuningStoreFileName);
-      // oneDNN is built only as a candidate: a template winner never pays for its primitive and its
-      // reordered copy of the weights.
-      return tune_matmul_kernel(g, group, options_, *tuner_, device_key(options_),
+    if (group.tuned)  // oneDNN is built only as a candidate: a template winner never pays for its primitive
+                      // and its reordered copy of the weights.
+      return tune_matmul_kernel(g, group, options_, tuner(), device_key(options_),
                                 [&g, &group, this] { return build_library_kernel(g, group, options_); });
-    }
+    if (tunes_conv(g, group, options_)) return tune_conv_kernel(g, group, options_, tuner(), device_key(options_));
     try {
       return build_library_kernel(g, group, options_);
     } catch (const dnnl::error& e) {  // oneDNN refused the case: the nodes stay with the other passes
@@ -167,6 +163,13 @@ class CpuCompile final : public BackendCompile {
     return std::make_unique<NodeKernel>(node, reference_, options_.max_rank, options_.max_loop_iterations);
   }
 
+  autotune::Autotuner& tuner() {
+    if (!tuner_)  // one per compile: its budget covers the model
+      tuner_ = std::make_unique<autotune::Autotuner>(
+          options_, codegen::cpu::resolve_cache_dir(options_) / autotune::kTuningStoreFileName);
+    return *tuner_;
+  }
+
   TuningStats finish() override {
     TuningStats stats;
     if (!tuner_) return stats;
@@ -195,7 +198,8 @@ Fusions CpuBackend::fusions(const Options& options) const {
   if (reference_) return {};  // the oracle: every node on its plain fp64 loops
   return Fusions{.library = true, .rows = true, .pointwise = true, .half_generated = true,
                  .integer_matmul = options.integer_matmul && onednn::has_exact_integer_matmul(),
-                 .bf16_products = bf16_products(options) && onednn::has_native_bf16_matmul()};
+                 .bf16_products = bf16_products(options) && onednn::has_native_bf16_matmul(),
+                 .blocked_conv_layouts = options.cpu_conv_blocked_layouts};
 }
 
 schedule::RoutingThresholds CpuBackend::routing_thresholds(const Options& options) const {

@@ -156,7 +156,9 @@ std::unique_ptr<LibraryKernel> build_library_kernel(const Graph& g, const Librar
   KILN_INTERNAL_CHECK(group.core_node >= 0 && !group.nodes.empty() && group.output != kNoValue,
                       "build_library_kernel: empty group");
   const onednn::Operands operands = bf16_products(options) ? onednn::Operands::bf16 : onednn::Operands::f32;
-  if (group.core == LibraryCore::conv) return library_detail::make_conv_kernel(g, group, operands);
+  if (group.core == LibraryCore::conv)
+    return library_detail::make_conv_kernel(g, group, operands, bf16_products(options) ? onednn::ConvAlgorithm::direct
+                                                                                      : conv_algorithm(options));
   if (group.core == LibraryCore::softmax || group.core == LibraryCore::log_softmax)
     return library_detail::make_softmax_kernel(g, group);
   return std::make_unique<MatmulKernel>(g, group, operands);

@@ -18,6 +18,7 @@
 #include "kiln/graph.h"
 #include "kiln/options.h"
 #include "backend/kernel.h"
+#include "kernels/onednn/fused.h"
 #include "codegen/cpu/compile_kernels.h"
 #include "codegen/cpu/cpu_features.h"
 #include "schedule/fuse_library.h"
@@ -82,6 +83,16 @@ using LibraryFactory = std::function<std::unique_ptr<LibraryKernel>()>;
 std::unique_ptr<LibraryKernel> tune_matmul_kernel(const Graph& g, const LibraryGroup& group, const Options& options,
                                                   autotune::Autotuner& tuner, const std::string& device_key,
                                                   LibraryFactory make_library);
+
+// A Conv group on oneDNN's direct or Winograd kernel (onednn::ConvAlgorithm). tunes_conv: the backend
+// has the autotuner choose (cpu_conv_algorithm auto, f32 products, a static 2-D 3x3 window at stride 1
+// without groups, at most ReLUs after it, big enough to be worth a benchmark); tune_conv_kernel times
+// both on the group's weights after checking each against the group's fp64 output (conv_tuning.cpp).
+// Other groups take conv_algorithm(options): Winograd where the setting says so (and oneDNN has it).
+bool tunes_conv(const Graph& g, const LibraryGroup& group, const Options& options);
+onednn::ConvAlgorithm conv_algorithm(const Options& options);
+std::unique_ptr<LibraryKernel> tune_conv_kernel(const Graph& g, const LibraryGroup& group, const Options& options,
+                                                autotune::Autotuner& tuner, const std::string& device_key);
 
 // The source of kiln's GEMM template for a tuned group, at the first config of its space for
 // `features`, with the group's epilogue in the store hook: what tests/compiler/zoo_snapshot_test.cpp

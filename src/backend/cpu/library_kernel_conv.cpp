@@ -5,29 +5,71 @@
 #include "backend/cpu/library_kernel_detail.h"
 
 namespace kiln::backend::cpu::library_detail {
-namespace {
 
-enum class AutoPad { notset, same_upper, same_lower, valid };
+ConvGeometry::ConvGeometry(const Node& n, const Tensor& w) {
+  groups = n.attr_int("group", 1);
+  out_channels = w.dim(0);
+  in_channels = w.dim(1) * groups;
+  size_t nsp = size_t(w.rank() - 2);
+  kernel.assign(w.shape().begin() + 2, w.shape().end());
+  strides = n.attr_ints("strides", std::vector<int64_t>(nsp, 1));
+  dilations = n.attr_ints("dilations", std::vector<int64_t>(nsp, 1));
+  pads = n.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
+  std::string ap = n.attr_string("auto_pad", "NOTSET");
+  auto_pad = ap == "SAME_UPPER" ? AutoPad::same_upper
+             : ap == "SAME_LOWER" ? AutoPad::same_lower
+             : ap == "VALID"      ? AutoPad::valid
+                                  : AutoPad::notset;
+}
+
+onednn::ConvDesc ConvGeometry::describe(const std::vector<int64_t>& src, const std::string& what) const {
+  onednn::ConvDesc d;
+  d.src_dims = src;
+  d.weights_dims = {out_channels, in_channels / groups};
+  d.weights_dims.insert(d.weights_dims.end(), kernel.begin(), kernel.end());
+  d.dst_dims = {src[0], out_channels};
+  d.groups = groups;
+  d.strides = strides;
+  d.dilations = dilations;
+  size_t nsp = kernel.size();
+  for (size_t i = 0; i < nsp; ++i) {
+    int64_t in = src[2 + i], s = strides[i];
+    int64_t extent = checked_add(checked_mul(kernel[i] - 1, dilations[i], what), 1, what);
+    int64_t pb = 0, pe = 0, out;
+    if (auto_pad == AutoPad::same_upper || auto_pad == AutoPad::same_lower) {
+      out = in / s + (in % s != 0);
+      int64_t total = out == 0 ? 0 : std::max<int64_t>(0, checked_add(checked_mul(out - 1, s, what), extent, what) - in);
+      pb = auto_pad == AutoPad::same_upper ? total / 2 : total - total / 2;
+      pe = total - pb;
+    } else {
+      if (auto_pad == AutoPad::notset) {
+        pb = pads[i];
+        pe = pads[i + nsp];
+      }
+      int64_t padded = checked_add(checked_add(in, pb, what), pe, what);
+      if (padded < extent)
+        user_error("{}: spatial axis {}: window extent {} is larger than the padded input {}", what, i, extent, padded);
+      out = (padded - extent) / s + 1;
+    }
+    d.pad_begin.push_back(pb);
+    d.pad_end.push_back(pe);
+    d.dst_dims.push_back(out);
+  }
+  return d;
+}
+
+namespace {
 
 class ConvKernel final : public KernelBase {
  public:
-  ConvKernel(const Graph& g, const LibraryGroup& grp, onednn::Operands operands) : KernelBase(g, grp) {
+  ConvKernel(const Graph& g, const LibraryGroup& grp, onednn::Operands operands, onednn::ConvAlgorithm algorithm,
+             bool* ready)
+      : KernelBase(g, grp), geometry_(g.nodes[size_t(grp.core_node)], constant_of(g, g.nodes[size_t(grp.core_node)].inputs[1])) {
     const Node& n = g.nodes[size_t(grp.core_node)];
     auto w_owner = g.value(n.inputs[1]).constant;
     const Tensor& w = constant_of(g, n.inputs[1]);
-    groups_ = n.attr_int("group", 1);
-    out_channels_ = w.dim(0);
-    in_channels_ = w.dim(1) * groups_;
-    size_t nsp = size_t(w.rank() - 2);
-    kernel_.assign(w.shape().begin() + 2, w.shape().end());
-    strides_ = n.attr_ints("strides", std::vector<int64_t>(nsp, 1));
-    dilations_ = n.attr_ints("dilations", std::vector<int64_t>(nsp, 1));
-    pads_ = n.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
-    std::string ap = n.attr_string("auto_pad", "NOTSET");
-    auto_pad_ = ap == "SAME_UPPER" ? AutoPad::same_upper
-                : ap == "SAME_LOWER" ? AutoPad::same_lower
-                : ap == "VALID"      ? AutoPad::valid
-                                     : AutoPad::notset;
+    out_channels_ = geometry_.out_channels;
+    in_channels_ = geometry_.in_channels;
 
     onednn::Epilogue e;
     e.act = to_onednn(grp.act);
@@ -44,41 +86,43 @@ class ConvKernel final : public KernelBase {
     }
     constants_nonfinite_ = nonfinite(e.bias) || onednn::any_nonfinite(wdata, w.numel());
     init_guard(e);
-    conv_ = std::make_unique<onednn::FusedConv>(w.shape(), groups_, owner, wdata, std::move(e), operands);
+    conv_ = std::make_unique<onednn::FusedConv>(w.shape(), geometry_.groups, owner, wdata, std::move(e), operands,
+                                                algorithm);
+    layouts_.blocked_src = grp.blocked_input;
+    layouts_.blocked_residual = grp.blocked_residual;
+    layouts_.blocked_dst = grp.blocked_output;
     const Shape& xs = g.value(n.inputs[0]).type.shape;
+    bool prepared = false;
     if (is_static(xs)) {
-      onednn::FusedConv::Call call;
-      call.desc = describe(static_dims(xs));
+      onednn::FusedConv::Call call = layouts_;
+      call.desc = geometry_.describe(static_dims(xs), where());
       if (checked_numel(call.desc.dst_dims, "conv output") > 0 && checked_numel(call.desc.src_dims, "conv input") > 0)
-        conv_->prepare(call);
+        prepared = conv_->prepare(call);
     }
+    if (ready) *ready = prepared && conv_->algorithm() == algorithm;
   }
 
   Tensor run_into(const std::vector<const Tensor*>& in, int64_t max_bytes, Tensor planned) const override {
     const Tensor& x = *in.at(0);
-    if (x.dtype() != DType::f32 || x.rank() != static_cast<int>(kernel_.size()) + 2 || x.dim(1) != in_channels_)
+    if (x.dtype() != DType::f32 || x.rank() != static_cast<int>(geometry_.kernel.size()) + 2 || x.dim(1) != in_channels_)
       fail("input {} {}, expected f32 with {} channels and {} spatial dims", dtype_name(x.dtype()), x.shape_string(),
-           in_channels_, kernel_.size());
-    onednn::FusedConv::Call call;
-    call.desc = describe(x.shape());
+           in_channels_, geometry_.kernel.size());
+    onednn::FusedConv::Call call = layouts_;
+    call.desc = geometry_.describe(x.shape(), where());
     const std::vector<int64_t>& out_dims = call.desc.dst_dims;
     const Tensor* r = residual(in, out_dims);
     Tensor out = allocate(out_dims, max_bytes, planned);
     if (out.numel() == 0) return out;
-    int64_t spatial = out.numel() / (out_dims[0] * out_channels_);
-    const onednn::Epilogue& e = conv_->epilogue();
-    const float* rp = r ? r->data<float>() : nullptr;
+    call.src = x.data<float>();
+    call.residual = r ? r->data<float>() : nullptr;
+    call.dst = out.data<float>();
     if (x.numel() == 0) {  // only padding under every window: the epilogue of zeros
-      onednn::apply_epilogue_plain(e, 0, out.data<float>(), out.numel(), spatial, out_channels_, rp);
+      std::fill_n(out.data<float>(), out.numel(), 0.f);
+      conv_->apply_epilogue(call, 0);
       return out;
     }
-    call.src = x.data<float>();
-    call.residual = rp;
-    call.dst = out.data<float>();
     call.steps = steps_for({&x, r});
     if (!conv_->run(call)) internal_error("library call '{}': oneDNN has no convolution for {}", label_, x.shape_string());
-    if (call.steps < onednn::kNumEpilogueSteps)
-      onednn::apply_epilogue_plain(e, call.steps, out.data<float>(), out.numel(), spatial, out_channels_, rp);
     return out;
   }
 
@@ -106,53 +150,17 @@ class ConvKernel final : public KernelBase {
     return folded;
   }
 
-  // ONNX Conv geometry for an input of `src` dims (as the eager Conv computes it).
-  onednn::ConvDesc describe(const std::vector<int64_t>& src) const {
-    std::string what = "library call '" + label_ + "'";
-    onednn::ConvDesc d;
-    d.src_dims = src;
-    d.weights_dims = {out_channels_, in_channels_ / groups_};
-    d.weights_dims.insert(d.weights_dims.end(), kernel_.begin(), kernel_.end());
-    d.dst_dims = {src[0], out_channels_};
-    d.groups = groups_;
-    d.strides = strides_;
-    d.dilations = dilations_;
-    size_t nsp = kernel_.size();
-    for (size_t i = 0; i < nsp; ++i) {
-      int64_t in = src[2 + i], s = strides_[i];
-      int64_t extent = checked_add(checked_mul(kernel_[i] - 1, dilations_[i], what), 1, what);
-      int64_t pb = 0, pe = 0, out;
-      if (auto_pad_ == AutoPad::same_upper || auto_pad_ == AutoPad::same_lower) {
-        out = in / s + (in % s != 0);
-        int64_t total = out == 0 ? 0 : std::max<int64_t>(0, checked_add(checked_mul(out - 1, s, what), extent, what) - in);
-        pb = auto_pad_ == AutoPad::same_upper ? total / 2 : total - total / 2;
-        pe = total - pb;
-      } else {
-        if (auto_pad_ == AutoPad::notset) {
-          pb = pads_[i];
-          pe = pads_[i + nsp];
-        }
-        int64_t padded = checked_add(checked_add(in, pb, what), pe, what);
-        if (padded < extent) fail("spatial axis {}: window extent {} is larger than the padded input {}", i, extent, padded);
-        out = (padded - extent) / s + 1;
-      }
-      d.pad_begin.push_back(pb);
-      d.pad_end.push_back(pe);
-      d.dst_dims.push_back(out);
-    }
-    return d;
-  }
-
-  int64_t groups_ = 1, out_channels_ = 0, in_channels_ = 0;
-  std::vector<int64_t> kernel_, strides_, dilations_, pads_;
-  AutoPad auto_pad_ = AutoPad::notset;
+  ConvGeometry geometry_;
+  onednn::FusedConv::Call layouts_;  // the blocked_* flags every call carries
+  int64_t out_channels_ = 0, in_channels_ = 0;
   std::unique_ptr<onednn::FusedConv> conv_;
 };
 
 }  // namespace
 
-std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGroup& grp, onednn::Operands operands) {
-  return std::make_unique<ConvKernel>(g, grp, operands);
+std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGroup& grp, onednn::Operands operands,
+                                                onednn::ConvAlgorithm algorithm, bool* ready) {
+  return std::make_unique<ConvKernel>(g, grp, operands, algorithm, ready);
 }
 
 }  // namespace kiln::backend::cpu::library_detail

@@ -25,6 +25,8 @@ inline onednn::Activation to_onednn(LibraryActivation a) {
     case LibraryActivation::sigmoid: return onednn::Activation::sigmoid;
     case LibraryActivation::gelu_erf: return onednn::Activation::gelu_erf;
     case LibraryActivation::gelu_tanh: return onednn::Activation::gelu_tanh;
+    case LibraryActivation::silu: return onednn::Activation::silu;
+    case LibraryActivation::hard_swish: return onednn::Activation::hard_swish;
   }
   return onednn::Activation::none;
 }
@@ -61,8 +63,9 @@ class KernelBase : public LibraryKernel {
 
   template <class... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) const {
-    user_error("library call '{}' (node '{}'): {}", label_, node_, fmt::format(f, std::forward<Args>(args)...));
+    user_error("{}: {}", where(), fmt::format(f, std::forward<Args>(args)...));
   }
+  std::string where() const { return fmt::format("library call '{}' (node '{}')", label_, node_); }
 
   // The residual operand, checked against the output's shape; null when the group has none.
   const Tensor* residual(const std::vector<const Tensor*>& in, const std::vector<int64_t>& out_dims) const {
@@ -96,7 +99,23 @@ class KernelBase : public LibraryKernel {
   bool constants_nonfinite_ = false;
 };
 
-std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGroup& grp, onednn::Operands operands);
+// A Conv node's window geometry (attributes and weights' shape), for any input size.
+struct ConvGeometry {
+  enum class AutoPad { notset, same_upper, same_lower, valid };
+  ConvGeometry(const Node& conv, const Tensor& weights);
+  // The oneDNN descriptor for an input of `src` dims, as the eager Conv computes the output; a window
+  // larger than the padded input is a user error prefixed by `what`.
+  onednn::ConvDesc describe(const std::vector<int64_t>& src, const std::string& what) const;
+
+  int64_t groups = 1, out_channels = 0, in_channels = 0;
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  AutoPad auto_pad = AutoPad::notset;
+};
+
+// `ready` (may be null): whether the primitive of `algorithm` was made for the group's static input
+// shape (false for symbolic shapes, and where oneDNN has none: the kernel then runs the direct one).
+std::unique_ptr<LibraryKernel> make_conv_kernel(const Graph& g, const LibraryGroup& grp, onednn::Operands operands,
+                                                onednn::ConvAlgorithm algorithm, bool* ready = nullptr);
 std::unique_ptr<LibraryKernel> make_softmax_kernel(const Graph& g, const LibraryGroup& grp);  // library_softmax.cpp
 
 }  // namespace kiln::backend::cpu::library_detail

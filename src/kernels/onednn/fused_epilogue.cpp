@@ -2,6 +2,7 @@
 // the steps oneDNN must not do, the non-finite scan that decides between them, and prepacked weights.
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -29,6 +30,8 @@ dnnl::algorithm eltwise_algorithm(Activation a) {
     case Activation::sigmoid: return dnnl::algorithm::eltwise_logistic;
     case Activation::gelu_erf: return dnnl::algorithm::eltwise_gelu_erf;
     case Activation::gelu_tanh: return dnnl::algorithm::eltwise_gelu_tanh;
+    case Activation::silu: return dnnl::algorithm::eltwise_swish;  // alpha 1: x * sigmoid(x)
+    case Activation::hard_swish: return dnnl::algorithm::eltwise_hardswish;
     case Activation::none: break;
   }
   internal_error("fused epilogue: no oneDNN algorithm for activation {}", static_cast<int>(a));
@@ -46,9 +49,17 @@ float activate(Activation a, float x) {
       float inner = (x + 0.044715f * (x * x * x)) * 0.797884561f;
       return x * 0.5f * (1.f + std::tanh(inner));
     }
+    case Activation::silu: return x * (1.f / (1.f + std::exp(-x)));
+    case Activation::hard_swish: {  // Max and Min keep NaN (ONNX)
+      const float h = x * (1.f / 6.f) + 0.5f;
+      return std::isnan(h) ? h : x * std::max(std::min(h, 1.f), 0.f);
+    }
   }
   return x;
 }
+
+// oneDNN's alpha for an activation: swish scales its sigmoid's argument by it.
+float eltwise_alpha(Activation a) { return a == Activation::silu ? 1.f : 0.f; }
 
 __attribute__((target_clones("avx512f", "avx2", "default")))
 uint32_t max_exponent_bits(const float* x, int64_t n) {
@@ -69,9 +80,10 @@ int first_nan_unsafe_step(const Epilogue& e) {
 }
 
 void apply_epilogue_plain(const Epilogue& e, int from, float* y, int64_t n, int64_t inner, int64_t channels,
-                          const float* residual) {
+                          const float* residual, int64_t block) {
   if (from >= kNumEpilogueSteps || n == 0) return;
-  KILN_INTERNAL_CHECK(inner >= 1 && channels >= 1, "apply_epilogue_plain: inner {} channels {}", inner, channels);
+  KILN_INTERNAL_CHECK(inner >= 1 && channels >= 1 && block >= 1 && channels % block == 0,
+                      "apply_epilogue_plain: inner {} channels {} block {}", inner, channels, block);
   KILN_INTERNAL_CHECK(!(e.residual && from <= kStepResidual && !residual), "apply_epilogue_plain: no residual");
   bool alpha = from <= kStepAlpha && e.alpha != 1.f;
   bool bias = from <= kStepBias && !e.bias.empty();
@@ -82,14 +94,19 @@ void apply_epilogue_plain(const Epilogue& e, int from, float* y, int64_t n, int6
   for (int64_t i = 0; i < n; ++i) {
     float v = y[i];
     if (alpha) v = e.alpha * v;
-    if (bias) v = v + e.bias[static_cast<size_t>((i / inner) % channels)];
+    if (bias) {
+      const int64_t channel = block == 1 ? (i / inner) % channels : ((i / (inner * block)) * block + i % block) % channels;
+      v = v + e.bias[static_cast<size_t>(channel)];
+    }
     v = activate(act, v);
     if (res) v = v + residual[i];
     y[i] = activate(after, v);
   }
 }
 
-bool any_nonfinite(const float* x, int64_t n) {
+bool any_nonfinite(const float* x, int64_t n) { return max_exponent_field(x, n) == 255; }
+
+uint32_t max_exponent_field(const float* x, int64_t n) {
   constexpr int64_t kChunk = int64_t{1} << 16;
   int64_t chunks = (n + kChunk - 1) / kChunk;
   uint32_t m = 0;
@@ -99,7 +116,7 @@ bool any_nonfinite(const float* x, int64_t n) {
     uint32_t e = max_exponent_bits(x + begin, std::min(kChunk, n - begin));
     m = e > m ? e : m;
   }
-  return m == 0x7f800000u;
+  return m >> 23;
 }
 
 namespace detail {
@@ -129,7 +146,7 @@ PostOpPlan plan_post_ops(const Epilogue& e, int steps, const dnnl::memory::desc&
     }
   }
   if (steps > kStepAct && e.act != Activation::none) {
-    po.append_eltwise(1.f, eltwise_algorithm(e.act), 0.f, 0.f);
+    po.append_eltwise(1.f, eltwise_algorithm(e.act), eltwise_alpha(e.act), 0.f);
     ++index;
   }
   if (steps > kStepResidual && e.residual) {
@@ -142,7 +159,7 @@ PostOpPlan plan_post_ops(const Epilogue& e, int steps, const dnnl::memory::desc&
     ++index;
   }
   if (steps > kStepActAfter && e.act_after != Activation::none) {
-    po.append_eltwise(1.f, eltwise_algorithm(e.act_after), 0.f, 0.f);
+    po.append_eltwise(1.f, eltwise_algorithm(e.act_after), eltwise_alpha(e.act_after), 0.f);
     ++index;
   }
   plan.attr.set_post_ops(po);
