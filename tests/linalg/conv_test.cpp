@@ -188,6 +188,9 @@ TEST(ConvTranspose, DifferentialAgainstReference) {
       {{.x = {1, 3, 4, 5}, .w = {3, 2, 3, 3}, .strides = {2, 2}}, {}, {9, 12}},
       {{.x = {1, 1, 1, 1}, .w = {1, 1, 1, 1}}, {}, {}},
       {{.x = {1, 32, 14, 14}, .w = {32, 16, 4, 4}, .strides = {2, 2}, .pads = {1, 1, 1, 1}, .bias = true}, {}, {}},
+      // DBNet's head: 2x2 stride 2, one output channel (oneDNN on the plain layouts) and eight (blocked)
+      {{.x = {1, 24, 10, 9}, .w = {24, 1, 2, 2}, .strides = {2, 2}, .bias = true}, {}, {}},
+      {{.x = {2, 24, 6, 7}, .w = {24, 8, 2, 2}, .strides = {2, 2}}, {}, {}},
   };
   for (bool specials : {false, true})
     for (const Case& c : cases) {
