@@ -36,7 +36,7 @@ std::optional<onednn::ConvDesc> winograd_candidate(const Graph& g, const Library
   if (geometry.groups != 1 || geometry.kernel != std::vector<int64_t>{3, 3} ||
       geometry.strides != std::vector<int64_t>{1, 1} || geometry.dilations != std::vector<int64_t>{1, 1})
     return std::nullopt;
-  onednn::ConvDesc d = geometry.describe(static_dims(xs), "conv tuning");
+  onednn::ConvDesc d = geometry.describe(static_dims(xs), fmt::format("Conv node '{}'", n.name));
   if (checked_numel(d.src_dims, "conv input") == 0 || checked_numel(d.dst_dims, "conv output") == 0) return std::nullopt;
   return d;
 }
