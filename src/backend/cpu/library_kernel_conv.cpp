@@ -121,7 +121,10 @@ class ConvKernel final : public KernelBase {
       conv_->apply_epilogue(call, 0);
       return out;
     }
-    call.steps = steps_for({&x, r});
+    // X scanned once, where the NaN guard or the Winograd kernel's safety check needs it.
+    if (conv_->algorithm() == onednn::ConvAlgorithm::winograd || unsafe_step_ < onednn::kNumEpilogueSteps)
+      call.src_max_exponent = static_cast<int>(onednn::max_exponent_field(x.data<float>(), x.numel()));
+    call.steps = steps_for({r}, call.src_max_exponent < 255);
     if (!conv_->run(call)) internal_error("library call '{}': oneDNN has no convolution for {}", label_, x.shape_string());
     return out;
   }

@@ -85,9 +85,10 @@ class KernelBase : public LibraryKernel {
   }
 
   // How many epilogue steps oneDNN may do for these operands: all, unless a relu could meet NaN.
-  int steps_for(std::initializer_list<const Tensor*> operands) const {
+  // `others_finite`: what the caller knows of operands it scanned itself.
+  int steps_for(std::initializer_list<const Tensor*> operands, bool others_finite = true) const {
     if (unsafe_step_ >= onednn::kNumEpilogueSteps) return onednn::kNumEpilogueSteps;
-    bool clean = !constants_nonfinite_;
+    bool clean = !constants_nonfinite_ && others_finite;
     for (const Tensor* t : operands)
       if (clean && t) clean = !onednn::any_nonfinite(t->data<float>(), t->numel());
     return clean ? onednn::kNumEpilogueSteps : unsafe_step_;

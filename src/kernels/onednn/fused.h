@@ -119,6 +119,9 @@ class FusedConv {
     // The caller's tensors in oneDNN's blocked layout nChw16c rather than plain (2-D, channels a multiple
     // of 16): the primitive reads and writes them as they are.
     bool blocked_src = false, blocked_residual = false, blocked_dst = false;
+    // max_exponent_field of src where the caller has scanned it (its NaN guard), else -1: run() scans it
+    // itself when Winograd must know.
+    int src_max_exponent = -1;
   };
   bool run(const Call& call) const;
   // Applies epilogue steps [from, kNumEpilogueSteps) to the caller's dst with ONNX semantics, in its

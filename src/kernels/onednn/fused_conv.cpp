@@ -51,6 +51,18 @@ dnnl::memory::dims weights_view(const std::vector<int64_t>& w, int64_t groups) {
 constexpr uint32_t kWinogradInputExponent = 127 + 64, kWinogradWeightExponent = 127 + 32;
 constexpr int64_t kBlock = 16;  // nChw16c
 
+int64_t numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t x : dims) n *= x;
+  return n;
+}
+
+// The caller's f32 layout of a tensor: plain NC[D]HW, or blocked nChw16c.
+dnnl::memory::desc user_md(const std::vector<int64_t>& dims, bool blocked) {
+  return dnnl::memory::desc(to_dims(dims), dnnl::memory::data_type::f32,
+                            blocked ? tag::nChw16c : plain_tag(static_cast<int>(dims.size())));
+}
+
 bool winograd_shape(const ConvDesc& d) {
   return d.src_dims.size() == 4 && d.groups == 1 && d.weights_dims[2] == 3 && d.weights_dims[3] == 3 &&
          d.strides == std::vector<int64_t>{1, 1} && d.dilations == std::vector<int64_t>{1, 1};
@@ -95,11 +107,9 @@ struct FusedConv::Impl {
     const ConvDesc& d = c.desc;
     auto e = std::make_shared<ConvEntry>();
     if (algo == ConvAlgorithm::winograd && !winograd_shape(d)) return e;  // not implemented
-    int rank = static_cast<int>(d.src_dims.size());
-    auto layout = [rank](bool blocked) { return blocked ? tag::nChw16c : plain_tag(rank); };
-    e->user_src_md = dnnl::memory::desc(to_dims(d.src_dims), dt::f32, layout(c.blocked_src));
-    e->user_dst_md = dnnl::memory::desc(to_dims(d.dst_dims), dt::f32, layout(c.blocked_dst));
-    e->user_residual_md = dnnl::memory::desc(to_dims(d.dst_dims), dt::f32, layout(c.blocked_residual));
+    e->user_src_md = user_md(d.src_dims, c.blocked_src);
+    e->user_dst_md = user_md(d.dst_dims, c.blocked_dst);
+    e->user_residual_md = user_md(d.dst_dims, c.blocked_residual);
     const dt op = operand_type(operands);
     // A blocked tensor fixes the primitive's layout for it (no reorder); a plain one lets it choose.
     const dnnl::memory::desc src_md = c.blocked_src && op == dt::f32 ? e->user_src_md : any_layout(e->user_src_md, op);
@@ -149,9 +159,9 @@ struct FusedConv::Impl {
   // The primitive this call runs on: Winograd where asked, implemented and the input is safe for it.
   std::shared_ptr<const ConvEntry> entry_for_run(const Call& c) {
     if (algorithm == ConvAlgorithm::winograd) {
-      int64_t n = 1;
-      for (int64_t x : c.desc.src_dims) n *= x;
-      if (max_exponent_field(c.src, n) < kWinogradInputExponent) {
+      const uint32_t exponent = c.src_max_exponent >= 0 ? uint32_t(c.src_max_exponent)
+                                                        : max_exponent_field(c.src, numel(c.desc.src_dims));
+      if (exponent < kWinogradInputExponent) {
         auto e = entry(c, ConvAlgorithm::winograd);
         if (e->implemented) return e;
       }
@@ -172,9 +182,8 @@ FusedConv::FusedConv(std::vector<int64_t> weights_dims, int64_t groups, std::sha
   impl_->operands = operands;
   impl_->weights_dims = weights_dims;
   impl_->groups = groups;
-  int64_t weights = 1;
-  for (int64_t x : weights_dims) weights *= x;
-  const bool winograd_ok = operands == Operands::f32 && max_exponent_field(w, weights) < kWinogradWeightExponent;
+  const bool winograd_ok =
+      operands == Operands::f32 && max_exponent_field(w, numel(weights_dims)) < kWinogradWeightExponent;
   impl_->algorithm = winograd_ok ? algorithm : ConvAlgorithm::direct;
   dnnl::memory::dims view = weights_view(weights_dims, groups);
   dnnl::memory::desc user(view, dt::f32, row_major_strides(std::vector<int64_t>(view.begin(), view.end())));
@@ -222,20 +231,13 @@ bool FusedConv::run(const Call& c) const {
 void FusedConv::apply_epilogue(const Call& c, int from) const {
   const Epilogue& ep = impl_->epilogue;
   const std::vector<int64_t>& dims = c.desc.dst_dims;
-  int64_t n = 1, inner = 1;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    n *= dims[i];
-    if (i >= 2) inner *= dims[i];
-  }
+  const int64_t n = numel(dims), inner = numel(std::vector<int64_t>(dims.begin() + 2, dims.end()));
   const float* residual = c.residual;
   if (ep.residual && from <= kStepResidual && c.blocked_residual != c.blocked_dst) {  // the residual in dst's layout
-    const int rank = static_cast<int>(dims.size());
-    auto md = [&](bool blocked) {
-      return dnnl::memory::desc(to_dims(dims), dt::f32, blocked ? tag::nChw16c : plain_tag(rank));
-    };
     const dnnl::engine& eng = cpu_engine();
-    dnnl::memory from_m(md(c.blocked_residual), eng, const_cast<float*>(c.residual));
-    dnnl::memory to_m(md(c.blocked_dst), eng, thread_buffer(3, md(c.blocked_dst).get_size()));
+    const dnnl::memory::desc to_md = user_md(dims, c.blocked_dst);
+    dnnl::memory from_m(user_md(dims, c.blocked_residual), eng, const_cast<float*>(c.residual));
+    dnnl::memory to_m(to_md, eng, thread_buffer(3, to_md.get_size()));
     dnnl::stream& s = thread_stream();
     dnnl::reorder(from_m, to_m).execute(s, from_m, to_m);
     s.wait();
